@@ -1,0 +1,448 @@
+/**
+ * The chain engine: which interceptors run for an (event, phase), in which order, and what
+ * their answers add up to. Transport-agnostic: an {@link Invoker} performs each
+ * `interceptor/invoke`, whether over HTTP, stdio or in process.
+ *
+ * Semantics (DESIGN.md §2, SEP-2624): the request phase is receiving (validators in
+ * parallel, then mutators in sequence); the response phase is sending (mutators, then
+ * validators, which see the mutated payload). Audit-mode interceptors are started off the
+ * critical path and never block or mutate. failOpen covers invocation failures only.
+ */
+import { FleetError, ProtocolError } from './errors.ts';
+import { matchesAnyEvent } from './events.ts';
+import type { ResolvedInterceptor } from './overrides.ts';
+import { compareChainOrder } from './priority.ts';
+import type {
+  InterceptorMode,
+  InterceptorResult,
+  InterceptorType,
+  InvocationContext,
+  InvokeParams,
+  Phase,
+} from './types.ts';
+import { parseInvokeResult } from './wire.ts';
+
+/** Options for one invocation. */
+export interface InvokeOptions {
+  /** Aborted when the invocation's time budget runs out or its caller gives up. */
+  signal: AbortSignal;
+}
+
+/**
+ * Performs `interceptor/invoke`. Resolves with the raw result (parsed liberally by the
+ * engine); rejects with a {@link ProtocolError} for a JSON-RPC error or any other error for
+ * a transport failure.
+ */
+export interface Invoker {
+  invoke(params: InvokeParams, options: InvokeOptions): Promise<unknown>;
+}
+
+/** An interceptor as the chain sees it. */
+export type ChainInterceptor = ResolvedInterceptor<Invoker>;
+
+/** One interceptor placed in a plan, with its priority in the plan's phase. */
+export interface ChainStep {
+  interceptor: ChainInterceptor;
+  priority: number;
+}
+
+/** Validators run together; mutators run one after another. */
+export interface ChainStage {
+  kind: 'validators' | 'mutators';
+  steps: ChainStep[];
+}
+
+/** What runs for one (event, phase), in order. Empty stages are left out. */
+export interface ChainPlan {
+  event: string;
+  phase: Phase;
+  stages: ChainStage[];
+}
+
+/** Options for {@link planChain}. */
+export interface PlanChainOptions {
+  /** The negotiated protocol revision; interceptors whose `compat` excludes it are skipped. */
+  protocolVersion?: string;
+}
+
+function compatible(interceptor: ChainInterceptor, version: string | undefined): boolean {
+  const compat = interceptor.compat;
+  if (compat === undefined || version === undefined) return true;
+  // Revisions are ISO dates, so string order is time order.
+  if (version < compat.minProtocol) return false;
+  return compat.maxProtocol === undefined || version <= compat.maxProtocol;
+}
+
+/**
+ * Select the interceptors whose hooks match `event` in `phase` and order them into stages.
+ * Pure: compute once per registry change and reuse for every request.
+ */
+export function planChain(
+  interceptors: readonly ChainInterceptor[],
+  event: string,
+  phase: Phase,
+  options: PlanChainOptions = {},
+): ChainPlan {
+  const validators: ChainStep[] = [];
+  const mutators: ChainStep[] = [];
+  for (const interceptor of interceptors) {
+    const hooked = interceptor.hooks.some(
+      (hook) => hook.phase === phase && matchesAnyEvent(hook.events, event),
+    );
+    if (!hooked || !compatible(interceptor, options.protocolVersion)) continue;
+    const step = { interceptor, priority: interceptor.priority[phase] };
+    (interceptor.type === 'validation' ? validators : mutators).push(step);
+  }
+  const order = (a: ChainStep, b: ChainStep) =>
+    compareChainOrder(
+      { priority: a.priority, name: a.interceptor.name, serviceId: a.interceptor.serviceId },
+      { priority: b.priority, name: b.interceptor.name, serviceId: b.interceptor.serviceId },
+    );
+  validators.sort(order);
+  mutators.sort(order);
+  const validatorStage: ChainStage = { kind: 'validators', steps: validators };
+  const mutatorStage: ChainStage = { kind: 'mutators', steps: mutators };
+  const stages =
+    phase === 'request' ? [validatorStage, mutatorStage] : [mutatorStage, validatorStage];
+  return { event, phase, stages: stages.filter((s) => s.steps.length > 0) };
+}
+
+/** How one invocation turned out. */
+export type InvocationOutcomeKind =
+  | 'allowed'
+  | 'warned'
+  | 'denied'
+  | 'modified'
+  | 'unchanged'
+  | 'failed'
+  | 'timeout';
+
+/** One invocation's record, active or audit. */
+export interface InvocationOutcome {
+  interceptor: string;
+  serviceId: string;
+  type: InterceptorType;
+  mode: InterceptorMode;
+  phase: Phase;
+  outcome: InvocationOutcomeKind;
+  durationMs: number;
+  /** The canonical result, when the invocation succeeded. */
+  result?: InterceptorResult;
+  /** Why the invocation failed. */
+  error?: { reason: string; code?: number; timeoutMs?: number };
+  /** True when a failure was tolerated because of failOpen. */
+  failedOpen?: boolean;
+}
+
+/** Why a chain stopped. `type` says what kind of blocking it was. */
+export interface AbortInfo {
+  interceptor: string;
+  serviceId: string;
+  reason: string;
+  type: 'validation' | 'mutation' | 'invocation' | 'timeout';
+  phase: Phase;
+}
+
+/** The overall result of running a chain for one phase. */
+export interface ChainResult {
+  status: 'success' | 'validation_failed' | 'mutation_failed' | 'timeout';
+  event: string;
+  phase: Phase;
+  /** Active invocations, in the order they were started. */
+  results: InvocationOutcome[];
+  /** The payload after every applied mutation; present on success only. */
+  finalPayload?: unknown;
+  validationSummary: { errors: number; warnings: number; infos: number };
+  abortedAt: AbortInfo[];
+  /** The chain budget, when one applied (reported with a timeout). */
+  timeoutMs?: number;
+  totalDurationMs: number;
+}
+
+/** What the chain runs on. */
+export interface ChainInput {
+  /** The governed request's `params` (request phase) or `result` (response phase). */
+  payload: unknown;
+  context?: InvocationContext;
+  /** Per-interceptor `config`, keyed by interceptor name. */
+  config?: Readonly<Record<string, Record<string, unknown>>>;
+}
+
+/** Options for {@link runChain}. */
+export interface RunChainOptions {
+  /** Budget for the whole phase; each invocation's own timeout is capped by what is left. */
+  timeoutMs?: number;
+  /** The caller gave up (e.g. the client cancelled): pending invocations are cancelled. */
+  signal?: AbortSignal;
+  /** Receives every audit-mode outcome once it is known (off the critical path). */
+  onAuditOutcome?: (outcome: InvocationOutcome) => void;
+  /** Receives every active outcome as soon as it is known (for spans and metrics). */
+  onOutcome?: (outcome: InvocationOutcome) => void;
+  /**
+   * Checks that a mutated payload is still valid for the governed method; a returned
+   * string is the reason it is not, and makes that mutation a failure of its mutator.
+   */
+  validatePayload?: (payload: unknown, step: ChainStep, phase: Phase) => string | undefined;
+  /** Budget for audit invocations without their own timeout (default 30 s). */
+  auditTimeoutMs?: number;
+  /** Monotonic clock in milliseconds (default `performance.now`). */
+  now?: () => number;
+}
+
+const TIMEOUT = Symbol('timeout');
+const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
+
+interface StepRun {
+  outcome: InvocationOutcome;
+  /** The chain budget, not the interceptor's own, ran out. */
+  chainTimeout: boolean;
+}
+
+function failureReason(error: unknown): { reason: string; code?: number } {
+  if (error instanceof ProtocolError) {
+    const data = error.data as { reason?: unknown } | undefined;
+    const reason = typeof data?.reason === 'string' ? data.reason : error.message;
+    return { reason, code: error.code };
+  }
+  if (error instanceof FleetError) return { reason: error.message };
+  if (error instanceof Error) return { reason: error.message || error.name };
+  return { reason: String(error) };
+}
+
+function safeCall<T>(fn: ((value: T) => void) | undefined, value: T): void {
+  if (fn === undefined) return;
+  try {
+    fn(value);
+  } catch {
+    // Observers never break a chain.
+  }
+}
+
+/**
+ * Run a planned chain. Never throws: every failure is reported in the result.
+ */
+export async function runChain(
+  plan: ChainPlan,
+  input: ChainInput,
+  options: RunChainOptions = {},
+): Promise<ChainResult> {
+  const now = options.now ?? (() => performance.now());
+  const started = now();
+  const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
+  const { event, phase } = plan;
+  const results: InvocationOutcome[] = [];
+  const abortedAt: AbortInfo[] = [];
+  let payload = input.payload;
+  let status: ChainResult['status'] = 'success';
+
+  const invokeStep = async (
+    step: ChainStep,
+    stepPayload: unknown,
+    audit: boolean,
+  ): Promise<StepRun> => {
+    const { interceptor } = step;
+    const t0 = now();
+    const remaining = audit ? Infinity : deadline - t0;
+    const own =
+      interceptor.timeoutMs ??
+      (audit
+        ? (options.auditTimeoutMs ?? options.timeoutMs ?? DEFAULT_AUDIT_TIMEOUT_MS)
+        : undefined);
+    const budget = Math.min(own ?? Infinity, remaining);
+    const chainLimited = !audit && remaining <= (own ?? Infinity);
+    const base = {
+      interceptor: interceptor.name,
+      serviceId: interceptor.serviceId,
+      type: interceptor.type,
+      mode: interceptor.mode,
+      phase,
+    };
+    const fail = (
+      reason: string,
+      extra: Partial<InvocationOutcome['error']> = {},
+      kind: 'failed' | 'timeout' = 'failed',
+    ): InvocationOutcome => ({
+      ...base,
+      outcome: kind,
+      durationMs: now() - t0,
+      error: { reason, ...extra },
+      ...(interceptor.failOpen ? { failedOpen: true } : {}),
+    });
+    if (budget <= 0) {
+      return { outcome: fail('timeout', { timeoutMs: 0 }, 'timeout'), chainTimeout: chainLimited };
+    }
+    const controller = new AbortController();
+    const onCallerAbort = () => controller.abort(options.signal?.reason);
+    if (!audit) options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<typeof TIMEOUT>((resolve) => {
+      if (Number.isFinite(budget)) {
+        timer = setTimeout(() => {
+          controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
+          resolve(TIMEOUT);
+        }, budget);
+      }
+    });
+    const params: InvokeParams = {
+      name: interceptor.name,
+      event,
+      phase,
+      payload: stepPayload,
+      ...(Number.isFinite(budget) ? { timeoutMs: Math.max(1, Math.floor(budget)) } : {}),
+      ...(input.config?.[interceptor.name] ? { config: input.config[interceptor.name] } : {}),
+      ...(input.context ? { context: input.context } : {}),
+    };
+    try {
+      if (options.signal?.aborted && !audit)
+        return { outcome: fail('cancelled'), chainTimeout: false };
+      const raw = await Promise.race([
+        interceptor.invoker.invoke(params, { signal: controller.signal }),
+        timeout,
+      ]);
+      if (raw === TIMEOUT) {
+        const timeoutMs = Math.floor(budget);
+        return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
+      }
+      const result = parseInvokeResult(raw, {
+        interceptor: interceptor.name,
+        type: interceptor.type,
+        phase,
+        payload: stepPayload,
+      });
+      if (result.type === 'mutation' && result.modified && options.validatePayload) {
+        const invalid = options.validatePayload(result.payload, step, phase);
+        if (invalid !== undefined)
+          return { outcome: fail(`invalid mutated payload: ${invalid}`), chainTimeout: false };
+      }
+      const durationMs = now() - t0;
+      let outcome: InvocationOutcomeKind;
+      if (result.type === 'mutation') outcome = result.modified ? 'modified' : 'unchanged';
+      else if (result.valid) outcome = 'allowed';
+      else outcome = (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
+      return { outcome: { ...base, outcome, durationMs, result }, chainTimeout: false };
+    } catch (error) {
+      if (controller.signal.aborted && controller.signal.reason instanceof FleetError) {
+        const timeoutMs = Math.floor(budget);
+        return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
+      }
+      const { reason, code } = failureReason(error);
+      return { outcome: fail(reason, code === undefined ? {} : { code }), chainTimeout: false };
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onCallerAbort);
+    }
+  };
+
+  const fireAudit = (step: ChainStep, stepPayload: unknown) => {
+    void invokeStep(step, stepPayload, true).then(({ outcome }) =>
+      safeCall(options.onAuditOutcome, outcome),
+    );
+  };
+
+  const record = (run: StepRun) => {
+    results.push(run.outcome);
+    safeCall(options.onOutcome, run.outcome);
+  };
+
+  const failureAbort = (o: InvocationOutcome, type: AbortInfo['type']): AbortInfo => ({
+    interceptor: o.interceptor,
+    serviceId: o.serviceId,
+    reason: o.error?.reason ?? 'failed',
+    type,
+    phase,
+  });
+
+  const runValidators = async (stage: ChainStage) => {
+    const active: ChainStep[] = [];
+    for (const step of stage.steps) {
+      if (step.interceptor.mode === 'audit') fireAudit(step, payload);
+      else active.push(step);
+    }
+    const runs = await Promise.all(active.map((step) => invokeStep(step, payload, false)));
+    const denials: AbortInfo[] = [];
+    const failures: AbortInfo[] = [];
+    const timeouts: AbortInfo[] = [];
+    for (const run of runs) {
+      record(run);
+      const o = run.outcome;
+      if (run.chainTimeout) timeouts.push(failureAbort(o, 'timeout'));
+      else if (o.outcome === 'denied')
+        denials.push({ ...failureAbort(o, 'validation'), reason: denialReason(o) });
+      else if ((o.outcome === 'failed' || o.outcome === 'timeout') && !o.failedOpen)
+        failures.push(failureAbort(o, 'invocation'));
+    }
+    if (timeouts.length > 0) {
+      status = 'timeout';
+      abortedAt.push(...timeouts);
+    } else if (denials.length > 0 || failures.length > 0) {
+      status = 'validation_failed';
+      abortedAt.push(...denials, ...failures);
+    }
+  };
+
+  const runMutators = async (stage: ChainStage) => {
+    for (const step of stage.steps) {
+      if (step.interceptor.mode === 'audit') {
+        fireAudit(step, payload);
+        continue;
+      }
+      const run = await invokeStep(step, payload, false);
+      record(run);
+      const o = run.outcome;
+      if (run.chainTimeout) {
+        status = 'timeout';
+        abortedAt.push(failureAbort(o, 'timeout'));
+        return;
+      }
+      if (o.outcome === 'failed' || o.outcome === 'timeout') {
+        if (o.failedOpen) continue;
+        status = 'mutation_failed';
+        abortedAt.push(failureAbort(o, 'mutation'));
+        return;
+      }
+      if (o.result?.type === 'mutation' && o.result.modified) payload = o.result.payload;
+    }
+  };
+
+  for (const stage of plan.stages) {
+    if (stage.kind === 'validators') await runValidators(stage);
+    else await runMutators(stage);
+    if (status !== 'success') break;
+  }
+
+  const result: ChainResult = {
+    status,
+    event,
+    phase,
+    results,
+    validationSummary: summarise(results),
+    abortedAt,
+    totalDurationMs: now() - started,
+  };
+  if (options.timeoutMs !== undefined) result.timeoutMs = options.timeoutMs;
+  if (status === 'success') result.finalPayload = payload;
+  return result;
+}
+
+function denialReason(outcome: InvocationOutcome): string {
+  const result = outcome.result;
+  if (result?.type !== 'validation') return 'invalid';
+  const first = result.messages?.find((m) => m.severity === 'error') ?? result.messages?.[0];
+  return first?.message ?? 'invalid';
+}
+
+function summarise(results: readonly InvocationOutcome[]): ChainResult['validationSummary'] {
+  const summary = { errors: 0, warnings: 0, infos: 0 };
+  const count = (severity: string) => {
+    if (severity === 'error') summary.errors++;
+    else if (severity === 'warn') summary.warnings++;
+    else summary.infos++;
+  };
+  for (const { result } of results) {
+    if (result?.type !== 'validation') continue;
+    if (result.messages && result.messages.length > 0) {
+      for (const message of result.messages) count(message.severity);
+    } else if (!result.valid) count(result.severity ?? 'error');
+  }
+  return summary;
+}

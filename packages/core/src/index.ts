@@ -1,0 +1,108 @@
+/**
+ * @fleet/core: the interceptor wire contract (schemas and types), priority and event
+ * matching, the transport-agnostic chain engine and error mapping. Depends on zod only.
+ */
+
+export type { DenialToolResult, ValidationErrorEntry } from './abort.ts';
+export { chainAbortToError, chainAbortToToolResult } from './abort.ts';
+export type {
+  AbortInfo,
+  ChainInput,
+  ChainInterceptor,
+  ChainPlan,
+  ChainResult,
+  ChainStage,
+  ChainStep,
+  InvocationOutcome,
+  InvocationOutcomeKind,
+  InvokeOptions,
+  Invoker,
+  PlanChainOptions,
+  RunChainOptions,
+} from './chain.ts';
+export { planChain, runChain } from './chain.ts';
+export type { FleetErrorCode, FleetErrorOptions, JsonRpcErrorObject, WireIssue } from './errors.ts';
+export {
+  FLEET_ERROR_CODES,
+  FleetError,
+  httpStatusOf,
+  JsonRpcCode,
+  jsonRpcCodeOf,
+  ProtocolError,
+  toProtocolError,
+  WireParseError,
+} from './errors.ts';
+export {
+  isNeverIntercepted,
+  isValidEventPattern,
+  matchesAnyEvent,
+  matchesEvent,
+  NEVER_INTERCEPTED_METHODS,
+  patternCovers,
+} from './events.ts';
+export type { InterceptorOverrides, ResolvedInterceptor, ServiceOverrides } from './overrides.ts';
+export {
+  InterceptorOverridesSchema,
+  parseServiceOverrides,
+  resolveInterceptor,
+  ServiceOverridesSchema,
+  widenedHooks,
+} from './overrides.ts';
+export type { Orderable, ResolvedPriority } from './priority.ts';
+export {
+  compareChainOrder,
+  compareCodePoints,
+  resolvePriorities,
+  resolvePriority,
+  serialisePriority,
+} from './priority.ts';
+export type {
+  Compat,
+  Hook,
+  InterceptorInfo,
+  InterceptorMode,
+  InterceptorResult,
+  InterceptorType,
+  InvocationContext,
+  InvokeParams,
+  ListInterceptorsResult,
+  MutationResult,
+  Phase,
+  Principal,
+  PriorityHint,
+  Severity,
+  Suggestion,
+  ValidationMessage,
+  ValidationResult,
+} from './types.ts';
+export type { ExpectedResult, RejectedDescriptor } from './wire.ts';
+export {
+  CompatSchema,
+  EventNameSchema,
+  EventPatternSchema,
+  formatPath,
+  HookSchema,
+  INTERCEPTORS_EXTENSION,
+  InterceptorInfoSchema,
+  InterceptorMethod,
+  InterceptorModeSchema,
+  InterceptorResultSchema,
+  InterceptorTypeSchema,
+  InvocationContextSchema,
+  InvokeParamsSchema,
+  interceptorCapability,
+  ListInterceptorsParamsSchema,
+  ListInterceptorsResultSchema,
+  MutationResultSchema,
+  PhaseSchema,
+  PrincipalSchema,
+  PriorityHintSchema,
+  parseInterceptorInfo,
+  parseInvokeResult,
+  parseListResult,
+  parseWire,
+  SeveritySchema,
+  SuggestionSchema,
+  ValidationMessageSchema,
+  ValidationResultSchema,
+} from './wire.ts';

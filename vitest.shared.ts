@@ -1,0 +1,17 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Shared vitest settings: workspace packages resolve to their TypeScript sources through the
+ * `@fleet/source` export condition, so tests never need a prior build.
+ */
+export const sharedConfig = defineConfig({
+  resolve: { conditions: ['@fleet/source'] },
+  ssr: { resolve: { conditions: ['@fleet/source'] } },
+  test: {
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    restoreMocks: true,
+  },
+});
