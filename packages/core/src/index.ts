@@ -45,6 +45,7 @@ export {
   InterceptorOverridesSchema,
   parseServiceOverrides,
   resolveInterceptor,
+  resolveService,
   ServiceOverridesSchema,
   widenedHooks,
 } from './overrides.ts';

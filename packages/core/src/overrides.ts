@@ -127,3 +127,16 @@ export function resolveInterceptor<I>(
     invoker,
   };
 }
+
+/**
+ * Resolve every interceptor of one service, applying the service's overrides by name.
+ * @throws {FleetError} `OVERRIDE_WIDENS_HOOKS` (see {@link resolveInterceptor}).
+ */
+export function resolveService<I>(
+  serviceId: string,
+  descriptors: readonly InterceptorInfo[],
+  invoker: I,
+  overrides: ServiceOverrides = {},
+): ResolvedInterceptor<I>[] {
+  return descriptors.map((d) => resolveInterceptor(serviceId, d, invoker, overrides[d.name]));
+}

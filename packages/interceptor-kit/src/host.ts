@@ -1,0 +1,238 @@
+/**
+ * The dispatcher behind every transport: `interceptors/list` and `interceptor/invoke` with
+ * the error codes of DESIGN.md §2. The HTTP fast path, the MCP SDK server (stdio and the
+ * rest of HTTP) and the in-process invoker all call the same host, so semantics are
+ * identical whichever way an interceptor is reached.
+ */
+import {
+  formatPath,
+  type InterceptorInfo,
+  type InterceptorResult,
+  type InvokeParams,
+  InvokeParamsSchema,
+  JsonRpcCode,
+  ListInterceptorsParamsSchema,
+  type ListInterceptorsResult,
+  matchesAnyEvent,
+  ProtocolError,
+} from '@fleet/core';
+import type { HandlerContext, Interceptor, MutationVerdict, ValidationVerdict } from './define.ts';
+
+/** Options for {@link createInterceptorHost}. */
+export interface InterceptorHostOptions {
+  /** Budget for an invocation that carries no `timeoutMs` and whose definition sets none. Default 30 000. */
+  defaultTimeoutMs?: number;
+  /** Called after every invocation, successful or not (for metrics). Never throws into the host. */
+  onInvoked?: (event: InvokedEvent) => void;
+}
+
+/** What {@link InterceptorHostOptions.onInvoked} reports. */
+export interface InvokedEvent {
+  interceptor: string;
+  event: string;
+  phase: string;
+  durationMs: number;
+  outcome: 'ok' | 'error' | 'timeout';
+}
+
+/** Serves a set of interceptors, transport-agnostic. */
+export interface InterceptorHost {
+  readonly interceptors: readonly Interceptor[];
+  /** `interceptors/list`. @throws {ProtocolError} -32602 for malformed params. */
+  list(params: unknown): ListInterceptorsResult;
+  /** `interceptor/invoke`. @throws {ProtocolError} with the codes of DESIGN.md §2. */
+  invoke(params: unknown, options?: { signal?: AbortSignal }): Promise<InterceptorResult>;
+  /** Every event pattern any hook names, sorted and de-duplicated. */
+  supportedEvents(): string[];
+}
+
+const TIMEOUT = Symbol('timeout');
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+function invalidParams(message: string, data: Record<string, unknown>): ProtocolError {
+  return new ProtocolError(JsonRpcCode.INVALID_PARAMS, message, data);
+}
+
+function handlerFailure(interceptor: string, reason: string): ProtocolError {
+  return new ProtocolError(JsonRpcCode.INTERNAL_ERROR, 'Interceptor execution failed', {
+    interceptor,
+    reason,
+  });
+}
+
+function checkVerdict(
+  interceptor: Interceptor,
+  verdict: unknown,
+): asserts verdict is ValidationVerdict | MutationVerdict {
+  const v = verdict as Record<string, unknown> | null;
+  const name = interceptor.info.name;
+  if (typeof v !== 'object' || v === null)
+    throw handlerFailure(name, 'handler returned no verdict');
+  if (interceptor.info.type === 'validation' && typeof v.valid !== 'boolean')
+    throw handlerFailure(name, 'handler verdict lacks a boolean "valid"');
+  if (interceptor.info.type === 'mutation') {
+    if (typeof v.modified !== 'boolean')
+      throw handlerFailure(name, 'handler verdict lacks a boolean "modified"');
+    if (v.modified && v.payload === undefined)
+      throw handlerFailure(name, 'handler verdict is modified but has no payload');
+  }
+}
+
+function toResult(
+  interceptor: Interceptor,
+  params: InvokeParams,
+  verdict: ValidationVerdict | MutationVerdict,
+  durationMs: number,
+): InterceptorResult {
+  const base = { interceptor: params.name, phase: params.phase, durationMs: round(durationMs) };
+  if (interceptor.info.type === 'validation') {
+    const v = verdict as ValidationVerdict;
+    const result: InterceptorResult = { ...base, type: 'validation', valid: v.valid };
+    if (v.severity !== undefined) result.severity = v.severity;
+    if (v.messages !== undefined) result.messages = v.messages;
+    if (v.suggestions !== undefined) result.suggestions = v.suggestions;
+    if (v.info !== undefined) result.info = v.info;
+    return result;
+  }
+  const m = verdict as MutationVerdict;
+  const result: InterceptorResult = {
+    ...base,
+    type: 'mutation',
+    modified: m.modified,
+    payload: m.modified ? m.payload : params.payload,
+  };
+  if (m.info !== undefined) result.info = m.info;
+  return result;
+}
+
+/**
+ * Build a host for `interceptors`. Names must be unique.
+ * @throws {Error} on duplicate names.
+ */
+export function createInterceptorHost(
+  interceptors: readonly Interceptor[],
+  options: InterceptorHostOptions = {},
+): InterceptorHost {
+  const { defaultTimeoutMs = 30_000, onInvoked } = options;
+  const byName = new Map<string, Interceptor>();
+  for (const interceptor of interceptors) {
+    if (byName.has(interceptor.info.name))
+      throw new Error(`duplicate interceptor name "${interceptor.info.name}"`);
+    byName.set(interceptor.info.name, interceptor);
+  }
+  const infos: InterceptorInfo[] = interceptors.map((i) => i.info);
+  const events = [...new Set(infos.flatMap((i) => i.hooks.flatMap((h) => h.events)))].sort();
+
+  const report = (event: InvokedEvent) => {
+    try {
+      onInvoked?.(event);
+    } catch {
+      // Metrics never break an invocation.
+    }
+  };
+
+  return {
+    interceptors,
+    supportedEvents: () => [...events],
+
+    list(raw) {
+      const parsed = ListInterceptorsParamsSchema.safeParse(raw ?? undefined);
+      if (!parsed.success) {
+        throw invalidParams('Invalid interceptors/list params', {
+          issues: parsed.error.issues.map((i) => ({
+            path: formatPath(i.path),
+            message: i.message,
+          })),
+        });
+      }
+      const event = parsed.data?.event;
+      if (event === undefined) return { interceptors: infos };
+      return {
+        interceptors: infos.filter((i) => i.hooks.some((h) => matchesAnyEvent(h.events, event))),
+      };
+    },
+
+    async invoke(raw, { signal } = {}) {
+      const parsed = InvokeParamsSchema.safeParse(raw);
+      if (!parsed.success) {
+        const name = (raw as { name?: unknown } | null)?.name;
+        throw invalidParams('Invalid interceptor/invoke params', {
+          ...(typeof name === 'string' ? { name } : {}),
+          issues: parsed.error.issues.map((i) => ({
+            path: formatPath(i.path),
+            message: i.message,
+          })),
+        });
+      }
+      const params = parsed.data;
+      const interceptor = byName.get(params.name);
+      if (interceptor === undefined) {
+        throw invalidParams(`Unknown interceptor "${params.name}"`, { name: params.name });
+      }
+      const hooked = interceptor.info.hooks.some(
+        (h) => h.phase === params.phase && matchesAnyEvent(h.events, params.event),
+      );
+      if (!hooked) {
+        throw invalidParams('Hook not advertised by interceptor', {
+          name: params.name,
+          event: params.event,
+          phase: params.phase,
+          advertisedHooks: interceptor.info.hooks,
+        });
+      }
+      const timeoutMs = params.timeoutMs ?? interceptor.info.timeoutMs ?? defaultTimeoutMs;
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const started = performance.now();
+      const ctx: HandlerContext = {
+        event: params.event,
+        phase: params.phase,
+        config: params.config ?? {},
+        context: params.context ?? {},
+        signal: controller.signal,
+      };
+      let outcome: InvokedEvent['outcome'] = 'error';
+      try {
+        const timeout = new Promise<typeof TIMEOUT>((resolve) => {
+          timer = setTimeout(() => resolve(TIMEOUT), timeoutMs);
+        });
+        const run = Promise.resolve().then(() => interceptor.handler(params.payload, ctx));
+        const verdict = await Promise.race([run, timeout]);
+        if (verdict === TIMEOUT) {
+          outcome = 'timeout';
+          controller.abort(new Error('timeout'));
+          run.catch(() => undefined);
+          throw new ProtocolError(JsonRpcCode.INTERNAL_ERROR, 'Interceptor execution timeout', {
+            interceptor: params.name,
+            reason: 'timeout',
+            timeoutMs,
+            phase: params.phase,
+          });
+        }
+        checkVerdict(interceptor, verdict);
+        const result = toResult(interceptor, params, verdict, performance.now() - started);
+        outcome = 'ok';
+        return result;
+      } catch (error) {
+        if (error instanceof ProtocolError) throw error;
+        const reason = error instanceof Error ? error.message || error.name : String(error);
+        throw handlerFailure(params.name, reason);
+      } finally {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        report({
+          interceptor: params.name,
+          event: params.event,
+          phase: params.phase,
+          durationMs: performance.now() - started,
+          outcome,
+        });
+      }
+    },
+  };
+}

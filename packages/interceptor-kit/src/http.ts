@@ -1,0 +1,330 @@
+/**
+ * Serve an interceptor host over MCP Streamable HTTP.
+ *
+ * The lean path: a POST to `/mcp` carrying one `interceptor/invoke` or `interceptors/list`
+ * request is answered directly with an `application/json` JSON-RPC response, without a
+ * session, an SDK transport or express routing. That is still the Streamable HTTP wire (a
+ * server may answer a POST with JSON), so stock MCP clients work unchanged; everything
+ * else (initialize, ping, notifications, GET, DELETE) goes to the MCP SDK's transport in
+ * stateless mode.
+ */
+
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { InterceptorMethod, JsonRpcCode, toProtocolError } from '@fleet/core';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import express, { type Express } from 'express';
+import type { InterceptorHost } from './host.ts';
+import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
+import { withServerSpan } from './trace.ts';
+
+/** Options for {@link createInterceptorHttpApp}. */
+export interface InterceptorHttpOptions extends ServerIdentity {
+  /** When set, `/mcp` requires `Authorization: Bearer <token>`. */
+  token?: string | undefined;
+  /** Largest accepted request body. Default 4 MiB. */
+  maxBodyBytes?: number;
+  /** Readiness check for `/readyz` (default: always ready). */
+  ready?: () => boolean | Promise<boolean>;
+  /** Extra routes (e.g. `/metrics`) mounted before the MCP endpoint. */
+  extend?: (app: Express) => void;
+}
+
+/** An HTTP front for an interceptor host. */
+export interface InterceptorHttpApp {
+  /** The request listener to pass to `http.createServer` (lean path first, then express). */
+  listener: RequestListener;
+  /** The express app behind the lean path. */
+  app: Express;
+}
+
+const MCP_PATH = '/mcp';
+const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** A JSON-RPC error envelope; `id` is left out when unknown (never null). */
+export function errorEnvelope(id: unknown, code: number, message: string, data?: unknown) {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return isId(id) ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', error };
+}
+
+function isId(id: unknown): id is string | number {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      reject(new BodyTooLarge());
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new BodyTooLarge());
+        req.removeAllListeners('data');
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () =>
+      resolve(chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks)),
+    );
+    req.on('error', reject);
+  });
+}
+
+/** Constant-time bearer check; true when no token is configured. */
+export function bearerMatches(header: string | undefined, token: string | undefined): boolean {
+  if (token === undefined || token === '') return true;
+  if (header === undefined || !header.startsWith('Bearer ')) return false;
+  const given = Buffer.from(header.slice(7).trim());
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+function acceptsJson(accept: string | undefined): boolean {
+  if (accept === undefined || accept === '') return true;
+  return accept.includes('application/json') || accept.includes('*/*');
+}
+
+/**
+ * Build the HTTP front: `/mcp` (lean path + MCP SDK), `/healthz`, `/readyz`. Does not listen.
+ */
+export function createInterceptorHttpApp(
+  host: InterceptorHost,
+  options: InterceptorHttpOptions,
+): InterceptorHttpApp {
+  const { token, maxBodyBytes = DEFAULT_MAX_BODY, ready } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok', service: options.name });
+  });
+  app.get('/readyz', async (_req, res) => {
+    let ok = true;
+    try {
+      ok = ready ? await ready() : true;
+    } catch {
+      ok = false;
+    }
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'not ready', service: options.name });
+  });
+  options.extend?.(app);
+
+  const sdkHandle = async (req: IncomingMessage, res: ServerResponse, body?: unknown) => {
+    const server = createInterceptorMcpServer(host, options);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } catch {
+      if (!res.headersSent)
+        sendJson(res, 500, errorEnvelope(undefined, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
+    }
+  };
+
+  const unauthorized = (res: ServerResponse) =>
+    sendJson(
+      res,
+      401,
+      errorEnvelope(
+        undefined,
+        JsonRpcCode.INVALID_REQUEST,
+        'Unauthorized: a valid bearer token is required',
+      ),
+      {
+        'www-authenticate': 'Bearer',
+      },
+    );
+
+  app.all(MCP_PATH, (req, res) => {
+    if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
+    void sdkHandle(req, res);
+  });
+
+  const handlePost = async (req: IncomingMessage, res: ServerResponse) => {
+    if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
+    const contentType = req.headers['content-type'] ?? '';
+    if (!contentType.includes('application/json')) {
+      return sendJson(
+        res,
+        415,
+        errorEnvelope(
+          undefined,
+          JsonRpcCode.INVALID_REQUEST,
+          'Unsupported Media Type: Content-Type must be application/json',
+        ),
+      );
+    }
+    if (!acceptsJson(req.headers.accept)) {
+      return sendJson(
+        res,
+        406,
+        errorEnvelope(
+          undefined,
+          JsonRpcCode.INVALID_REQUEST,
+          'Not Acceptable: Accept must include application/json',
+        ),
+      );
+    }
+    const version = req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(
+          undefined,
+          JsonRpcCode.INVALID_REQUEST,
+          `Unsupported protocol version: ${version}`,
+          { supported: SUPPORTED_PROTOCOL_VERSIONS },
+        ),
+      );
+    }
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, maxBodyBytes);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        return sendJson(
+          res,
+          413,
+          errorEnvelope(
+            undefined,
+            JsonRpcCode.INVALID_REQUEST,
+            `Request body exceeds ${maxBodyBytes} bytes`,
+            { maxBodyBytes },
+          ),
+          { connection: 'close' },
+        );
+      }
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(undefined, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid JSON'),
+      );
+    }
+    if (Array.isArray(message)) {
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(undefined, JsonRpcCode.INVALID_REQUEST, 'JSON-RPC batches are not supported'),
+      );
+    }
+    if (typeof message !== 'object' || message === null) {
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(
+          undefined,
+          JsonRpcCode.INVALID_REQUEST,
+          'Invalid Request: expected a JSON-RPC message object',
+        ),
+      );
+    }
+    const { jsonrpc, id, method, params } = message as Record<string, unknown>;
+    const lean = method === InterceptorMethod.INVOKE || method === InterceptorMethod.LIST;
+    if (!lean || id === undefined) return sdkHandle(req, res, message);
+    if (jsonrpc !== '2.0' || !isId(id)) {
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(
+          isId(id) ? id : undefined,
+          JsonRpcCode.INVALID_REQUEST,
+          'Invalid Request: "jsonrpc" must be "2.0" and "id" a string or number',
+        ),
+      );
+    }
+    const controller = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
+    });
+    try {
+      let result: unknown;
+      if (method === InterceptorMethod.LIST) result = host.list(params);
+      else {
+        const p = params as
+          | { name?: unknown; event?: unknown; phase?: unknown; _meta?: { traceparent?: unknown } }
+          | undefined;
+        const header = req.headers.traceparent;
+        const carrier = {
+          traceparent:
+            typeof header === 'string'
+              ? header
+              : typeof p?._meta?.traceparent === 'string'
+                ? p._meta.traceparent
+                : undefined,
+          tracestate:
+            typeof req.headers.tracestate === 'string' ? req.headers.tracestate : undefined,
+        };
+        const name = typeof p?.name === 'string' ? p.name : 'unknown';
+        result = await withServerSpan(
+          `interceptor/invoke ${name}`,
+          carrier,
+          {
+            'mcp.method.name': InterceptorMethod.INVOKE,
+            'fleet.interceptor.name': name,
+            'fleet.event': String(p?.event),
+            'fleet.phase': String(p?.phase),
+          },
+          () => host.invoke(params, { signal: controller.signal }),
+        );
+      }
+      if (!res.writableEnded) sendJson(res, 200, { jsonrpc: '2.0', id, result });
+    } catch (error) {
+      const protocolError = toProtocolError(error);
+      if (!res.writableEnded)
+        sendJson(
+          res,
+          200,
+          errorEnvelope(id, protocolError.code, protocolError.message, protocolError.data),
+        );
+    }
+  };
+
+  const listener: RequestListener = (req, res) => {
+    if (req.method === 'POST' && (req.url === MCP_PATH || req.url?.startsWith(`${MCP_PATH}?`))) {
+      void handlePost(req, res);
+      return;
+    }
+    app(req, res);
+  };
+
+  return { listener, app };
+}

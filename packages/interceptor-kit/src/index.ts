@@ -1,0 +1,36 @@
+/**
+ * @fleet/interceptor-kit: define interceptors, serve them as MCP servers (Streamable HTTP
+ * with a lean path for invoke, and stdio), and call them (remote or in process).
+ */
+
+export type {
+  HandlerContext,
+  Interceptor,
+  InterceptorOptions,
+  MutationVerdict,
+  MutatorOptions,
+  ValidationVerdict,
+  ValidatorOptions,
+} from './define.ts';
+export { allow, defineMutator, defineValidator, deny, modified, unchanged } from './define.ts';
+export type { InterceptorHost, InterceptorHostOptions, InvokedEvent } from './host.ts';
+export { createInterceptorHost } from './host.ts';
+export type { InterceptorHttpApp, InterceptorHttpOptions } from './http.ts';
+export { bearerMatches, createInterceptorHttpApp, errorEnvelope } from './http.ts';
+export type { LocalChainOptions } from './local.ts';
+export { createLocalChainInterceptors, createLocalInvoker } from './local.ts';
+export type { ServerIdentity } from './mcp-server.ts';
+export { createInterceptorMcpServer, interceptorServerCapabilities } from './mcp-server.ts';
+export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts';
+export { createRemoteService } from './remote.ts';
+export type { Listening, ListenOptions } from './serve.ts';
+export { listen, onShutdown } from './serve.ts';
+export { serveStdio } from './stdio.ts';
+export type { TraceParent } from './trace.ts';
+export {
+  activeTraceIds,
+  formatTraceparent,
+  outgoingTraceHeaders,
+  parseTraceparent,
+  withServerSpan,
+} from './trace.ts';

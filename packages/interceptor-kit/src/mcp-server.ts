@@ -1,0 +1,55 @@
+/**
+ * The interceptor host as a stock MCP SDK `Server`: used for stdio and for every HTTP
+ * message the lean path does not take (initialize, ping, notifications).
+ */
+import { INTERCEPTORS_EXTENSION, InterceptorMethod, interceptorCapability } from '@fleet/core';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { z } from 'zod';
+import type { InterceptorHost } from './host.ts';
+
+/** Name and version the server reports in `initialize`. */
+export interface ServerIdentity {
+  name: string;
+  version?: string;
+  instructions?: string;
+}
+
+const ListRequestSchema = z.object({
+  method: z.literal(InterceptorMethod.LIST),
+  params: z.unknown().optional(),
+});
+
+const InvokeRequestSchema = z.object({
+  method: z.literal(InterceptorMethod.INVOKE),
+  params: z.unknown(),
+});
+
+/** The `capabilities` an interceptor server declares (current and legacy keys). */
+export function interceptorServerCapabilities(host: InterceptorHost) {
+  const capability = interceptorCapability(host.supportedEvents());
+  return {
+    extensions: { [INTERCEPTORS_EXTENSION]: capability },
+    experimental: { [INTERCEPTORS_EXTENSION]: capability },
+  };
+}
+
+/** Build an MCP SDK server that answers `interceptors/list` and `interceptor/invoke`. */
+export function createInterceptorMcpServer(
+  host: InterceptorHost,
+  identity: ServerIdentity,
+): Server {
+  const server = new Server(
+    { name: identity.name, version: identity.version ?? '0.0.0' },
+    {
+      capabilities: interceptorServerCapabilities(host),
+      ...(identity.instructions ? { instructions: identity.instructions } : {}),
+    },
+  );
+  server.setRequestHandler(ListRequestSchema, async (request) => ({
+    ...host.list(request.params),
+  }));
+  server.setRequestHandler(InvokeRequestSchema, async (request, extra) => ({
+    ...(await host.invoke(request.params, { signal: extra.signal })),
+  }));
+  return server;
+}

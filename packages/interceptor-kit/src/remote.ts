@@ -1,0 +1,322 @@
+/**
+ * Call an interceptor service over MCP Streamable HTTP: one persistent, keep-alive
+ * connection pool per service, the MCP handshake once (session id and negotiated revision
+ * kept when the server issues them), then lean JSON-RPC POSTs for `interceptors/list` and
+ * `interceptor/invoke`. Works against any MCP server (JSON or SSE responses, stateful or
+ * stateless), not only ones built with this kit.
+ */
+import {
+  FleetError,
+  INTERCEPTORS_EXTENSION,
+  type InterceptorInfo,
+  InterceptorMethod,
+  type InvokeOptions,
+  type InvokeParams,
+  type Invoker,
+  ProtocolError,
+  parseListResult,
+  type RejectedDescriptor,
+} from '@fleet/core';
+import {
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Pool } from 'undici';
+import { activeTraceIds, outgoingTraceHeaders } from './trace.ts';
+
+/** Options for {@link createRemoteService}. */
+export interface RemoteServiceOptions {
+  /** The service's MCP endpoint, e.g. `http://127.0.0.1:8081/mcp`. */
+  url: string;
+  /** Bearer token sent as `Authorization`. */
+  token?: string | undefined;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** Most concurrent connections to the service. Default 128. */
+  connections?: number;
+  /** Budget for one HTTP exchange when the caller gives none. Default 30 000 ms. */
+  requestTimeoutMs?: number;
+  /** Reported in `initialize`. */
+  clientInfo?: { name: string; version: string };
+}
+
+/** What the server said in `initialize`. */
+export interface Handshake {
+  protocolVersion: string;
+  serverInfo: { name: string; version?: string } | undefined;
+  capabilities: Record<string, unknown>;
+  /** True when the server declares the interceptors extension. */
+  interceptorsCapability: boolean;
+  sessionId: string | undefined;
+}
+
+/** A connection to one interceptor service. It is itself the {@link Invoker} for its interceptors. */
+export interface RemoteService extends Invoker {
+  readonly url: string;
+  /** Run the MCP handshake (once; later calls share it). */
+  connect(): Promise<Handshake>;
+  /** `interceptors/list`, parsed liberally; unusable descriptors land in `rejected`. */
+  list(
+    event?: string,
+  ): Promise<{ interceptors: InterceptorInfo[]; rejected: RejectedDescriptor[] }>;
+  /** Close the connection pool. */
+  close(): Promise<void>;
+}
+
+interface JsonRpcResponse {
+  jsonrpc?: string;
+  id?: unknown;
+  result?: unknown;
+  error?: { code?: unknown; message?: unknown; data?: unknown };
+}
+
+function parseSse(text: string, id: number): JsonRpcResponse | undefined {
+  for (const event of text.split(/\r?\n\r?\n/)) {
+    const data = event
+      .split(/\r?\n/)
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => line.slice(5).replace(/^ /, ''))
+      .join('\n');
+    if (!data) continue;
+    try {
+      const message = JSON.parse(data) as JsonRpcResponse;
+      if (message.id === id) return message;
+    } catch {
+      // Not JSON: not ours.
+    }
+  }
+  return undefined;
+}
+
+/** Connect to an interceptor service (lazily: nothing is sent until the first call). */
+export function createRemoteService(options: RemoteServiceOptions): RemoteService {
+  const url = new URL(options.url);
+  const path = `${url.pathname}${url.search}`;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const pool = new Pool(url.origin, {
+    connections: options.connections ?? 128,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    headersTimeout: requestTimeoutMs,
+    bodyTimeout: requestTimeoutMs,
+  });
+  const baseHeaders: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...options.headers,
+  };
+  if (options.token) baseHeaders.authorization = `Bearer ${options.token}`;
+  const clientInfo = options.clientInfo ?? { name: '@fleet/interceptor-kit', version: '0.1.0' };
+
+  let nextId = 1;
+  let handshake: Promise<Handshake> | undefined;
+  let session: { id: string | undefined; version: string } | undefined;
+
+  const post = async (
+    body: Record<string, unknown>,
+    extraHeaders: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<{
+    status: number;
+    headers: Record<string, unknown>;
+    response: JsonRpcResponse | undefined;
+  }> => {
+    const headers = { ...baseHeaders, ...extraHeaders };
+    if (session) {
+      headers['mcp-protocol-version'] = session.version;
+      if (session.id) headers['mcp-session-id'] = session.id;
+    }
+    let res: Awaited<ReturnType<Pool['request']>>;
+    try {
+      res = await pool.request({
+        path,
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        signal: signal ?? AbortSignal.timeout(requestTimeoutMs),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      throw new FleetError(
+        'TRANSPORT_ERROR',
+        `cannot reach ${options.url}: ${(error as Error).message}`,
+        {
+          data: { url: options.url },
+          cause: error,
+        },
+      );
+    }
+    const text = await res.body.text();
+    const contentType = String(res.headers['content-type'] ?? '');
+    let response: JsonRpcResponse | undefined;
+    if (text) {
+      if (contentType.includes('text/event-stream')) response = parseSse(text, body.id as number);
+      else {
+        try {
+          response = JSON.parse(text) as JsonRpcResponse;
+        } catch {
+          response = undefined;
+        }
+      }
+    }
+    return { status: res.statusCode, headers: res.headers, response };
+  };
+
+  const request = async (
+    method: string,
+    params: unknown,
+    signal?: AbortSignal,
+    extraHeaders: Record<string, string> = {},
+    retried = false,
+  ): Promise<unknown> => {
+    const id = nextId++;
+    const { status, response } = await post(
+      { jsonrpc: '2.0', id, method, params },
+      extraHeaders,
+      signal,
+    );
+    if (status === 404 && session?.id && !retried && method !== 'initialize') {
+      // The server forgot our session (restart, expiry): handshake again, once.
+      session = undefined;
+      handshake = undefined;
+      await connect();
+      return request(method, params, signal, extraHeaders, true);
+    }
+    if (status === 401 || status === 403) {
+      throw new FleetError(
+        'UNAUTHORIZED',
+        `${options.url} refused the credentials (HTTP ${status})`,
+        {
+          data: { url: options.url, status },
+        },
+      );
+    }
+    if (response?.error && typeof response.error === 'object') {
+      const { code, message, data } = response.error;
+      throw new ProtocolError(
+        typeof code === 'number' ? code : -32603,
+        typeof message === 'string' ? message : 'error',
+        data,
+      );
+    }
+    if (!response || !('result' in response)) {
+      throw new FleetError(
+        'TRANSPORT_ERROR',
+        `${options.url} did not answer with JSON-RPC (HTTP ${status})`,
+        {
+          data: { url: options.url, status },
+        },
+      );
+    }
+    return response.result;
+  };
+
+  const doConnect = async (): Promise<Handshake> => {
+    const id = nextId++;
+    const { status, headers, response } = await post(
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo },
+      },
+      {},
+      AbortSignal.timeout(requestTimeoutMs),
+    );
+    if (status === 401 || status === 403) {
+      throw new FleetError(
+        'UNAUTHORIZED',
+        `${options.url} refused the credentials (HTTP ${status})`,
+        {
+          data: { url: options.url, status },
+        },
+      );
+    }
+    const result = response?.result as
+      | {
+          protocolVersion?: unknown;
+          capabilities?: Record<string, unknown>;
+          serverInfo?: { name: string; version?: string };
+        }
+      | undefined;
+    if (!result || typeof result.protocolVersion !== 'string') {
+      throw new FleetError(
+        'NOT_AN_INTERCEPTOR_SERVER',
+        `${options.url} did not complete an MCP initialize (HTTP ${status})`,
+        {
+          data: { url: options.url, status },
+        },
+      );
+    }
+    if (!SUPPORTED_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
+      throw new FleetError(
+        'NOT_AN_INTERCEPTOR_SERVER',
+        `${options.url} speaks unsupported protocol ${result.protocolVersion}`,
+        {
+          data: { url: options.url, protocolVersion: result.protocolVersion },
+        },
+      );
+    }
+    const sessionHeader = headers['mcp-session-id'];
+    session = {
+      id: typeof sessionHeader === 'string' ? sessionHeader : undefined,
+      version: result.protocolVersion,
+    };
+    await post(
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      {},
+      AbortSignal.timeout(requestTimeoutMs),
+    );
+    const capabilities = result.capabilities ?? {};
+    const declared = (key: string) => {
+      const group = capabilities[key];
+      return typeof group === 'object' && group !== null && INTERCEPTORS_EXTENSION in group;
+    };
+    return {
+      protocolVersion: result.protocolVersion,
+      serverInfo: result.serverInfo,
+      capabilities,
+      interceptorsCapability: declared('extensions') || declared('experimental'),
+      sessionId: session.id,
+    };
+  };
+
+  const connect = (): Promise<Handshake> => {
+    handshake ??= doConnect().catch((error: unknown) => {
+      handshake = undefined;
+      throw error;
+    });
+    return handshake;
+  };
+
+  return {
+    url: options.url,
+    connect,
+
+    async list(event) {
+      await connect();
+      const raw = await request(InterceptorMethod.LIST, event === undefined ? {} : { event });
+      return parseListResult(raw);
+    },
+
+    async invoke(params: InvokeParams, { signal }: InvokeOptions) {
+      await connect();
+      const ids = activeTraceIds();
+      const context = {
+        timestamp: new Date().toISOString(),
+        ...params.context,
+        ...(ids && !params.context?.traceId ? ids : {}),
+      };
+      const trace = outgoingTraceHeaders(context);
+      const meta = trace.traceparent
+        ? { ...params._meta, traceparent: trace.traceparent }
+        : params._meta;
+      const body: InvokeParams = { ...params, context, ...(meta ? { _meta: meta } : {}) };
+      return request(InterceptorMethod.INVOKE, body, signal, trace);
+    },
+
+    async close() {
+      await pool.close();
+    },
+  };
+}

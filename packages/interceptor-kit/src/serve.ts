@@ -1,0 +1,90 @@
+/**
+ * Listening and draining, shared by every service's `main.ts`: bind (loopback unless told
+ * otherwise), print the one JSON start-up line `{"service","url"}`, and on SIGTERM/SIGINT
+ * stop accepting, let in-flight requests finish, run cleanups, exit.
+ */
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Options for {@link listen}. */
+export interface ListenOptions {
+  /** The service name printed in the start-up line. */
+  service: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** 0 picks a free port. Default 0. */
+  port?: number;
+  /** Print the start-up line to stdout. Default true. */
+  announce?: boolean;
+}
+
+/** A listening HTTP server and its base URL. */
+export interface Listening {
+  server: Server;
+  url: string;
+  port: number;
+  /** Stop accepting, wait for in-flight requests (at most `graceMs`), then close idle sockets. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Listen with `listener` and announce the base URL. */
+export async function listen(
+  listener: RequestListener,
+  options: ListenOptions,
+): Promise<Listening> {
+  const { service, host = '127.0.0.1', port = 0, announce = true } = options;
+  const server = createServer({ keepAlive: true }, listener);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 120_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${shownHost}:${address.port}`;
+  if (announce) process.stdout.write(`${JSON.stringify({ service, url })}\n`);
+  return {
+    server,
+    url,
+    port: address.port,
+    close: (graceMs = 10_000) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        force.unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+/**
+ * On SIGTERM or SIGINT run `shutdown` once, then exit 0 (1 if it throws). A second signal
+ * exits at once.
+ */
+export function onShutdown(shutdown: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'shutting down', signal })}\n`);
+    shutdown().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(
+          `${JSON.stringify({ level: 'error', msg: 'shutdown failed', error: String(error) })}\n`,
+        );
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
