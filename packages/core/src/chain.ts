@@ -321,7 +321,10 @@ export async function runChain(
       else outcome = (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
       return { outcome: { ...base, outcome, durationMs, result }, chainTimeout: false };
     } catch (error) {
-      if (controller.signal.aborted && controller.signal.reason instanceof FleetError) {
+      if (
+        (controller.signal.aborted && controller.signal.reason instanceof FleetError) ||
+        isRemoteTimeout(error)
+      ) {
         const timeoutMs = Math.floor(budget);
         return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
       }
@@ -422,6 +425,14 @@ export async function runChain(
   if (options.timeoutMs !== undefined) result.timeoutMs = options.timeoutMs;
   if (status === 'success') result.finalPayload = payload;
   return result;
+}
+
+/** The interceptor's own host reported a timeout (-32603 with `data.reason: "timeout"`). */
+function isRemoteTimeout(error: unknown): boolean {
+  return (
+    error instanceof ProtocolError &&
+    (error.data as { reason?: unknown } | undefined)?.reason === 'timeout'
+  );
 }
 
 function denialReason(outcome: InvocationOutcome): string {

@@ -1,0 +1,280 @@
+import { describe, expect, it } from 'vitest';
+import {
+  checkScenario,
+  descriptorOf,
+  scenarios,
+  verdictOf,
+  waitForAudit,
+} from '../test/scenarios.ts';
+import {
+  type ChainInterceptor,
+  type InvocationOutcome,
+  type Invoker,
+  parseInterceptorInfo,
+  planChain,
+  resolveService,
+  runChain,
+} from './index.ts';
+
+function buildChain(scenario: (typeof scenarios)[number], log: string[]): ChainInterceptor[] {
+  return scenario.interceptors.flatMap((i) => {
+    const invoker: Invoker = {
+      async invoke(params, { signal }) {
+        log.push(params.name);
+        const verdict = await verdictOf(i.behaviour, params.payload, signal);
+        return { interceptor: params.name, type: i.type, phase: params.phase, ...verdict };
+      },
+    };
+    return resolveService(
+      'svc',
+      [parseInterceptorInfo(descriptorOf(i))],
+      invoker,
+      scenario.overrides,
+    );
+  });
+}
+
+describe('runChain (in process)', () => {
+  it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
+    const log: string[] = [];
+    const audit: InvocationOutcome[] = [];
+    const plan = planChain(
+      buildChain(scenario, log),
+      scenario.event ?? 'tools/call',
+      scenario.phase,
+    );
+    const result = await runChain(
+      plan,
+      { payload: { name: 'echo', arguments: { text: 'hi' } } },
+      {
+        ...(scenario.chainTimeoutMs === undefined ? {} : { timeoutMs: scenario.chainTimeoutMs }),
+        onAuditOutcome: (o) => audit.push(o),
+      },
+    );
+    await waitForAudit(audit, scenario.expect.audit?.length ?? 0);
+    checkScenario(scenario, { result, log, audit }, expect);
+  });
+
+  it('does not wait for audit-mode interceptors', async () => {
+    const slowAudit: Invoker = {
+      invoke: (params) =>
+        new Promise((resolve) =>
+          setTimeout(
+            () =>
+              resolve({
+                interceptor: params.name,
+                type: 'validation',
+                phase: params.phase,
+                valid: true,
+              }),
+            300,
+          ),
+        ),
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'observer',
+          type: 'validation',
+          mode: 'audit',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      slowAudit,
+    );
+    const audit: InvocationOutcome[] = [];
+    const result = await runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload: {} },
+      { onAuditOutcome: (o) => audit.push(o) },
+    );
+    expect(result.status).toBe('success');
+    expect(audit).toHaveLength(0); // not yet: the chain returned before the observer answered
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ interceptor: 'observer', mode: 'audit', outcome: 'allowed' });
+  });
+
+  it('treats a mutated payload the method validator rejects as that mutator failing', async () => {
+    const invoker: Invoker = {
+      invoke: async (params) => ({
+        interceptor: params.name,
+        type: 'mutation',
+        phase: params.phase,
+        modified: true,
+        payload: { content: 'not an array' },
+      }),
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'breaker',
+          type: 'mutation',
+          hooks: [{ events: ['tools/call'], phase: 'response' }],
+        }),
+      ],
+      invoker,
+    );
+    const result = await runChain(
+      planChain(chain, 'tools/call', 'response'),
+      { payload: { content: [] } },
+      {
+        validatePayload: (payload) =>
+          Array.isArray((payload as { content?: unknown }).content)
+            ? undefined
+            : 'content must be an array',
+      },
+    );
+    expect(result.status).toBe('mutation_failed');
+    expect(result.abortedAt[0]).toMatchObject({ interceptor: 'breaker', type: 'mutation' });
+    expect(result.abortedAt[0]?.reason).toContain('content must be an array');
+  });
+
+  it('passes context and per-interceptor config and caps timeoutMs by the chain budget', async () => {
+    const seen: unknown[] = [];
+    const invoker: Invoker = {
+      invoke: async (params) => {
+        seen.push(params);
+        return { interceptor: params.name, type: 'validation', phase: params.phase, valid: true };
+      },
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'v',
+          type: 'validation',
+          timeoutMs: 60_000,
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const context = {
+      principal: { type: 'user' as const, id: 'alice' },
+      traceId: 'a'.repeat(32),
+      timestamp: '2026-01-01T00:00:00Z',
+    };
+    await runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload: { x: 1 }, context, config: { v: { level: 3 } } },
+      { timeoutMs: 1000 },
+    );
+    expect(seen).toHaveLength(1);
+    const params = seen[0] as {
+      timeoutMs: number;
+      config: unknown;
+      context: unknown;
+      event: string;
+    };
+    expect(params.timeoutMs).toBeLessThanOrEqual(1000);
+    expect(params.timeoutMs).toBeGreaterThan(900);
+    expect(params.config).toEqual({ level: 3 });
+    expect(params.context).toEqual(context);
+    expect(params.event).toBe('tools/call');
+  });
+
+  it('cancels pending invocations when the caller aborts', async () => {
+    let aborted = false;
+    const invoker: Invoker = {
+      invoke: (_params, { signal }) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          });
+        }),
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'v',
+          type: 'validation',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 20);
+    const result = await runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload: {} },
+      { signal: controller.signal },
+    );
+    expect(aborted).toBe(true);
+    expect(result.status).toBe('validation_failed');
+    expect(result.abortedAt[0]?.type).toBe('invocation');
+  });
+});
+
+describe('planChain', () => {
+  const noop: Invoker = { invoke: async () => ({}) };
+  const chain = [
+    ...resolveService(
+      's2',
+      [
+        parseInterceptorInfo({
+          name: 'same',
+          type: 'mutation',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      noop,
+    ),
+    ...resolveService(
+      's1',
+      [
+        parseInterceptorInfo({
+          name: 'same',
+          type: 'mutation',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      noop,
+    ),
+    ...resolveService(
+      's1',
+      [
+        parseInterceptorInfo({
+          name: 'v',
+          type: 'validation',
+          hooks: [{ events: ['tools/*'], phase: 'request' }],
+        }),
+      ],
+      noop,
+    ),
+    ...resolveService(
+      's1',
+      [
+        parseInterceptorInfo({
+          name: 'new-only',
+          type: 'validation',
+          compat: { minProtocol: '2026-07-28' },
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      noop,
+    ),
+  ];
+
+  it('orders stages by phase and breaks name ties by service id', () => {
+    const plan = planChain(chain, 'tools/call', 'request', { protocolVersion: '2025-11-25' });
+    expect(plan.stages.map((s) => s.kind)).toEqual(['validators', 'mutators']);
+    expect(plan.stages[1]?.steps.map((s) => s.interceptor.serviceId)).toEqual(['s1', 's2']);
+    expect(plan.stages[0]?.steps.map((s) => s.interceptor.name)).toEqual(['v']);
+  });
+
+  it('skips interceptors whose compat excludes the negotiated revision', () => {
+    const plan = planChain(chain, 'tools/call', 'request', { protocolVersion: '2026-07-28' });
+    expect(plan.stages[0]?.steps.map((s) => s.interceptor.name)).toEqual(['new-only', 'v']);
+  });
+
+  it('leaves out empty stages and unmatched events', () => {
+    expect(planChain(chain, 'tools/call', 'response').stages).toEqual([]);
+    const plan = planChain(chain, 'prompts/get', 'request', { protocolVersion: '2025-11-25' });
+    expect(plan.stages.map((s) => s.kind)).toEqual(['mutators']);
+  });
+});
