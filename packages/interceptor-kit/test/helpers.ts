@@ -1,0 +1,36 @@
+/** Test helpers: real servers on 127.0.0.1:0, always cleaned up. */
+import { afterEach } from 'vitest';
+import {
+  createInterceptorHost,
+  createInterceptorHttpApp,
+  type Interceptor,
+  type InterceptorHostOptions,
+  type InterceptorHttpOptions,
+  listen,
+} from '../src/index.ts';
+
+const cleanups: Array<() => Promise<void>> = [];
+
+/** Register a cleanup that runs after the current test. */
+export function defer(cleanup: () => Promise<void>): void {
+  cleanups.push(cleanup);
+}
+
+afterEach(async () => {
+  while (cleanups.length > 0)
+    await cleanups
+      .pop()?.()
+      .catch(() => undefined);
+});
+
+/** Serve `interceptors` over HTTP on a free loopback port; returns the `/mcp` URL. */
+export async function serveInterceptors(
+  interceptors: Interceptor[],
+  options: Partial<InterceptorHttpOptions> & InterceptorHostOptions = {},
+): Promise<{ url: string; base: string }> {
+  const host = createInterceptorHost(interceptors, options);
+  const { listener } = createInterceptorHttpApp(host, { name: 'test-interceptors', ...options });
+  const listening = await listen(listener, { service: 'test', announce: false });
+  defer(() => listening.close(100));
+  return { url: `${listening.url}/mcp`, base: listening.url };
+}
