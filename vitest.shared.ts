@@ -1,4 +1,8 @@
+import { basename } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// scripts/run-tests.mjs sets this to collect one JSON report per package for its summary line.
+const reportDir = process.env.FLEET_TEST_REPORT_DIR;
 
 /**
  * Shared vitest settings: workspace packages resolve to their TypeScript sources through the
@@ -13,5 +17,11 @@ export const sharedConfig = defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     restoreMocks: true,
+    ...(reportDir
+      ? {
+          reporters: ['default', 'json'],
+          outputFile: { json: `${reportDir}/${basename(process.cwd())}.json` },
+        }
+      : {}),
   },
 });
