@@ -185,6 +185,11 @@ export interface RunChainOptions {
   validatePayload?: (payload: unknown, step: ChainStep, phase: Phase) => string | undefined;
   /** Budget for audit invocations without their own timeout (default 30 s). */
   auditTimeoutMs?: number;
+  /**
+   * Wraps the execution of each stage, e.g. to run it inside a tracing span so that the
+   * invocations it starts become children of that span. Must call `run` exactly once.
+   */
+  wrapStage?: (stage: ChainStage, run: () => Promise<void>) => Promise<void>;
   /** Monotonic clock in milliseconds (default `performance.now`). */
   now?: () => number;
 }
@@ -408,8 +413,15 @@ export async function runChain(
   };
 
   for (const stage of plan.stages) {
-    if (stage.kind === 'validators') await runValidators(stage);
-    else await runMutators(stage);
+    const run = () => (stage.kind === 'validators' ? runValidators(stage) : runMutators(stage));
+    if (options.wrapStage) {
+      let ran = false;
+      await options.wrapStage(stage, () => {
+        ran = true;
+        return run();
+      });
+      if (!ran) await run();
+    } else await run();
     if (status !== 'success') break;
   }
 

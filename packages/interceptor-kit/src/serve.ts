@@ -54,9 +54,14 @@ export async function listen(
     port: address.port,
     close: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
+        // Keep-alive connections that finish their last request during the drain must not
+        // hold the server open: sweep idle ones until it closes, force the rest at the end.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        sweep.unref();
         force.unref();
         server.close(() => {
+          clearInterval(sweep);
           clearTimeout(force);
           resolve();
         });

@@ -1,0 +1,176 @@
+import { decodeTime } from 'ulid';
+import { describe, expect, it } from 'vitest';
+import {
+  type AuditRecord,
+  AuditRecordError,
+  AuditRecordSchema,
+  createAuditRecord,
+  PAYLOAD_PREVIEW_MAX_LENGTH,
+  parseAuditRecord,
+} from './index.ts';
+
+const minimal: AuditRecord = {
+  id: '01JD6Z4Q8W3V5X7Y9ZABCDEFGH',
+  timestamp: '2026-11-30T12:00:00.000Z',
+  kind: 'chain',
+  event: 'tools/call',
+  phase: 'request',
+  method: 'tools/call',
+  decision: 'allowed',
+  status: 'success',
+  interceptors: [],
+  abortReasons: [],
+  durationMs: 3.2,
+};
+
+const full: AuditRecord = {
+  ...minimal,
+  kind: 'invocation',
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  spanId: '00f067aa0ba902b7',
+  sessionId: 'session-1',
+  principal: { type: 'user', id: 'alice', claims: { roles: ['admin'], tenant: 't1', mfa: true } },
+  phase: 'response',
+  target: 'get_weather',
+  backend: 'everything',
+  decision: 'denied',
+  status: 'validation_failed',
+  interceptors: [
+    {
+      name: 'pii-guard',
+      service: 'svc-1',
+      type: 'validation',
+      mode: 'active',
+      outcome: 'denied',
+      durationMs: 1.5,
+      messages: [{ path: 'content[0].text', severity: 'error', message: 'contains an email' }],
+    },
+    { name: 'pii-redactor', type: 'mutation', mode: 'audit', outcome: 'modified', durationMs: 0 },
+  ],
+  abortReasons: [
+    {
+      interceptor: 'pii-guard',
+      reason: 'contains an email',
+      type: 'validation',
+      phase: 'response',
+    },
+  ],
+  payloadPreview: '{"content":[{"type":"text","text":"..."}]}',
+};
+
+describe('AuditRecordSchema', () => {
+  it.each([
+    ['a minimal record', minimal],
+    ['a record with every field', full],
+    ['an anonymous principal without id', { ...minimal, principal: { type: 'anonymous' } }],
+    ['a timestamp with an offset', { ...minimal, timestamp: '2026-11-30T13:00:00+01:00' }],
+    ['a lowercase ULID', { ...minimal, id: minimal.id.toLowerCase() }],
+    ['each status', { ...minimal, decision: 'error', status: 'backend_error' }],
+  ])('accepts %s', (_, record) => {
+    expect(parseAuditRecord(record)).toEqual(record);
+  });
+
+  it.each([
+    ['id', { ...minimal, id: 'not-a-ulid' }],
+    ['id', { ...minimal, id: undefined }],
+    ['timestamp', { ...minimal, timestamp: 'yesterday' }],
+    ['kind', { ...minimal, kind: 'proxy' }],
+    ['traceId', { ...minimal, traceId: '4BF92F3577B34DA6A3CE929D0E0E4736' }],
+    ['traceId', { ...minimal, traceId: '0'.repeat(32) }],
+    ['spanId', { ...minimal, spanId: 'abc' }],
+    ['principal.type', { ...minimal, principal: { type: 'robot' } }],
+    [
+      'principal.claims.nested',
+      { ...minimal, principal: { type: 'user', claims: { nested: {} } } },
+    ],
+    ['event', { ...minimal, event: '' }],
+    ['phase', { ...minimal, phase: 'both' }],
+    ['method', { ...minimal, method: undefined }],
+    ['decision', { ...minimal, decision: 'maybe' }],
+    ['status', { ...minimal, status: 'ok' }],
+    ['interceptors', { ...minimal, interceptors: undefined }],
+    [
+      'interceptors[0].mode',
+      { ...minimal, interceptors: [{ ...full.interceptors[1], mode: 'x' }] },
+    ],
+    [
+      'interceptors[0].messages[0].severity',
+      {
+        ...minimal,
+        interceptors: [
+          { ...full.interceptors[1], messages: [{ severity: 'fatal', message: 'm' }] },
+        ],
+      },
+    ],
+    [
+      'abortReasons[0].type',
+      { ...minimal, abortReasons: [{ ...full.abortReasons[0], type: 'x' }] },
+    ],
+    ['durationMs', { ...minimal, durationMs: -1 }],
+    ['payloadPreview', { ...minimal, payloadPreview: 'x'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + 1) }],
+  ])('rejects a bad %s, naming the field', (field, record) => {
+    expect(AuditRecordSchema.safeParse(record).success).toBe(false);
+    let caught: unknown;
+    try {
+      parseAuditRecord(record);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(AuditRecordError);
+    const { issues, message } = caught as AuditRecordError;
+    expect(issues.map((issue) => issue.path)).toContain(field);
+    expect(message).toContain(field);
+  });
+
+  it('strips values a validator message must not carry', () => {
+    const leaky = {
+      ...minimal,
+      interceptors: [
+        {
+          ...full.interceptors[1],
+          messages: [{ severity: 'error', message: 'an email', value: 'a@b.example' }],
+        },
+      ],
+    };
+    expect(JSON.stringify(parseAuditRecord(leaky))).not.toContain('a@b.example');
+  });
+});
+
+describe('createAuditRecord', () => {
+  const input = {
+    kind: 'chain',
+    event: 'tools/call',
+    phase: 'request',
+    method: 'tools/call',
+    decision: 'allowed',
+    status: 'success',
+    durationMs: 1,
+  } as const;
+
+  it('fills a valid id, the time and empty lists', () => {
+    const before = Date.now();
+    const record = createAuditRecord(input);
+    expect(parseAuditRecord(record)).toEqual(record);
+    expect(record).toMatchObject({ interceptors: [], abortReasons: [] });
+    expect(Date.parse(record.timestamp)).toBeGreaterThanOrEqual(before);
+    expect(decodeTime(record.id)).toBeGreaterThanOrEqual(before - 1);
+  });
+
+  it('makes ids that sort in creation order, also within one millisecond', () => {
+    const ids = Array.from({ length: 1000 }, () => createAuditRecord(input).id);
+    expect(new Set(ids).size).toBe(1000);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
+  it('keeps a given id and timestamp, and cuts a long preview', () => {
+    const record = createAuditRecord({
+      ...input,
+      id: minimal.id,
+      timestamp: minimal.timestamp,
+      payloadPreview: 'y'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + 10),
+    });
+    expect(record.id).toBe(minimal.id);
+    expect(record.timestamp).toBe(minimal.timestamp);
+    expect(record.payloadPreview).toHaveLength(PAYLOAD_PREVIEW_MAX_LENGTH);
+  });
+});

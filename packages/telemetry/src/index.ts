@@ -1,0 +1,42 @@
+/**
+ * @fleet/telemetry: the OpenTelemetry bootstrap of a fleet service (traces over OTLP/HTTP,
+ * metrics in Prometheus text, W3C trace context always propagated), the one table of span,
+ * attribute, metric and queue names, and span, metric and propagation helpers.
+ */
+
+export { createFleetMetrics, DURATION_BUCKETS_MS } from './metrics.ts';
+export type { FleetAttributeName, FleetMetricName } from './names.ts';
+export {
+  ATTR,
+  FLEET_NAMES,
+  interceptorInvokeSpanName,
+  METRIC,
+  mcpSpanName,
+  QUEUE,
+  SPAN,
+} from './names.ts';
+export type { TraceCarrier } from './propagation.ts';
+export { extractTraceContext, injectTraceHeaders } from './propagation.ts';
+export { currentTraceIds, recordSpanError, safeSetAttributes, withSpan } from './spans.ts';
+export { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
+export type {
+  AbortMetricAttributes,
+  AuditMetricAttributes,
+  BackendMetricAttributes,
+  ChainMetricAttributes,
+  FleetMetrics,
+  InstrumentationName,
+  InterceptorMetricAttributes,
+  NodeRequestHandler,
+  RequestMetricAttributes,
+  SamplerName,
+  SpanAttributesInput,
+  Telemetry,
+  TelemetryEnvDefaults,
+  TelemetryLogger,
+  TelemetryOptions,
+  TraceExporterName,
+  TraceIds,
+  TracesOptions,
+  WithSpanOptions,
+} from './types.ts';

@@ -1,0 +1,133 @@
+/**
+ * Every span name, attribute name, metric name and queue name the fleet uses, in one table.
+ * Services and libraries refer to these constants, never to string literals, so a dashboard,
+ * an alert or a trace query can rely on one spelling. Standard OpenTelemetry names (`mcp.*`,
+ * `error.type`, `messaging.*`, ...) follow the semantic conventions; `fleet.*` names are ours.
+ */
+
+/** The fleet's telemetry vocabulary. {@link SPAN}, {@link ATTR}, {@link METRIC} and {@link QUEUE} are its sections. */
+export const FLEET_NAMES = {
+  span: {
+    /**
+     * A chain phase run by the orchestrator (INTERNAL), named by phase. The ingress span of an
+     * MCP request itself is named by {@link mcpSpanName} (`tools/call get_weather`).
+     */
+    CHAIN_REQUEST: 'fleet.chain request',
+    /** The response phase of the chain (INTERNAL). */
+    CHAIN_RESPONSE: 'fleet.chain response',
+    /**
+     * Prefix of an interceptor invocation: `interceptor/invoke {name}` (CLIENT in the
+     * orchestrator, SERVER in the interceptor service).
+     */
+    INTERCEPTOR_INVOKE: 'interceptor/invoke',
+    /** Discovery of a service's interceptors (CLIENT in the orchestrator, SERVER in the service). */
+    INTERCEPTORS_LIST: 'interceptors/list',
+    /** Enqueueing one audit record (PRODUCER); never on the request's critical path. */
+    AUDIT_SEND: 'send fleet-audit',
+    /** The audit worker processing a batch of records (CONSUMER). */
+    AUDIT_PROCESS: 'process fleet-audit',
+  },
+  attribute: {
+    /** MCP method of the request, e.g. `tools/call` (semconv). */
+    MCP_METHOD_NAME: 'mcp.method.name',
+    /** Tool named by a `tools/call` request. */
+    MCP_TOOL_NAME: 'mcp.tool.name',
+    /** Prompt named by a `prompts/get` request. */
+    MCP_PROMPT_NAME: 'mcp.prompt.name',
+    /** Resource URI of a `resources/read` (or subscribe) request (semconv). */
+    MCP_RESOURCE_URI: 'mcp.resource.uri',
+    /** The `mcp-session-id` of the client session (semconv). */
+    MCP_SESSION_ID: 'mcp.session.id',
+    /** Negotiated MCP protocol version (semconv). */
+    MCP_PROTOCOL_VERSION: 'mcp.protocol.version',
+    /** JSON-RPC request id, as a string (semconv). */
+    JSONRPC_REQUEST_ID: 'jsonrpc.request.id',
+    /** JSON-RPC error code of a failed request, as a string (semconv). */
+    RPC_RESPONSE_STATUS_CODE: 'rpc.response.status_code',
+    /** Low-cardinality class of a failure, e.g. a `FleetError` code (semconv). */
+    ERROR_TYPE: 'error.type',
+    /** Id of the authenticated principal. */
+    FLEET_PRINCIPAL_ID: 'fleet.principal.id',
+    /** `user` | `service` | `anonymous`. */
+    FLEET_PRINCIPAL_TYPE: 'fleet.principal.type',
+    /** Id of the MCP backend a request was routed to. */
+    FLEET_BACKEND_ID: 'fleet.backend.id',
+    /** Interceptor name (unique per service). */
+    FLEET_INTERCEPTOR_NAME: 'fleet.interceptor.name',
+    /** `validation` | `mutation`. */
+    FLEET_INTERCEPTOR_TYPE: 'fleet.interceptor.type',
+    /** `active` | `audit`. */
+    FLEET_INTERCEPTOR_MODE: 'fleet.interceptor.mode',
+    /** One invocation's outcome: `allowed` `warned` `denied` `modified` `unchanged` `failed` `timeout`. */
+    FLEET_INTERCEPTOR_OUTCOME: 'fleet.interceptor.outcome',
+    /** Id of the interceptor service (derived from its URL). */
+    FLEET_INTERCEPTOR_SERVICE: 'fleet.interceptor.service',
+    /** `request` | `response`. */
+    FLEET_CHAIN_PHASE: 'fleet.chain.phase',
+    /** The intercepted event (the governed method, e.g. `tools/call`). */
+    FLEET_CHAIN_EVENT: 'fleet.chain.event',
+    /** Chain result: `success` `validation_failed` `mutation_failed` `timeout`. */
+    FLEET_CHAIN_STATUS: 'fleet.chain.status',
+    /** `validators` | `mutators`. */
+    FLEET_CHAIN_STAGE: 'fleet.chain.stage',
+    /** Why a chain aborted: `validation` `mutation` `invocation` `timeout`. */
+    FLEET_CHAIN_ABORT_TYPE: 'fleet.chain.abort.type',
+    /** How the gateway answered a request: `ok` `denied` `error`. */
+    FLEET_REQUEST_STATUS: 'fleet.request.status',
+    /** Where an audit record went: `enqueued` `buffered` `journaled` `replayed` `dropped` `stored`. */
+    FLEET_AUDIT_OUTCOME: 'fleet.audit.outcome',
+    /** Id of an audit record (its idempotency key). */
+    FLEET_AUDIT_RECORD_ID: 'fleet.audit.record.id',
+    /** Messaging system of the audit queue: `bullmq` (semconv). */
+    MESSAGING_SYSTEM: 'messaging.system',
+    /** Queue name, e.g. `fleet-audit` (semconv). */
+    MESSAGING_DESTINATION_NAME: 'messaging.destination.name',
+    /** `send` | `process` (semconv). */
+    MESSAGING_OPERATION_TYPE: 'messaging.operation.type',
+  },
+  metric: {
+    /** Histogram (ms): one MCP request at the gateway, by method and request status. */
+    REQUEST_DURATION: 'fleet.request.duration',
+    /** Histogram (ms): one chain phase, by event, phase and chain status. */
+    CHAIN_DURATION: 'fleet.chain.duration',
+    /** Histogram (ms): one interceptor invocation, by interceptor and outcome. */
+    INTERCEPTOR_DURATION: 'fleet.interceptor.duration',
+    /** Counter: chains that aborted, by abort type and the interceptor that caused it. */
+    CHAIN_ABORTS: 'fleet.chain.aborts',
+    /** Histogram (ms): one call to an MCP backend, by backend, method and status. */
+    BACKEND_DURATION: 'fleet.backend.duration',
+    /** Counter: audit records, by where they went. */
+    AUDIT_RECORDS: 'fleet.audit.records',
+  },
+  queue: {
+    /** The BullMQ queue of audit records (default of `audit.queue`). */
+    AUDIT: 'fleet-audit',
+  },
+} as const;
+
+/** Span names (see {@link FLEET_NAMES}). */
+export const SPAN = FLEET_NAMES.span;
+/** Attribute names (see {@link FLEET_NAMES}). */
+export const ATTR = FLEET_NAMES.attribute;
+/** Metric names (see {@link FLEET_NAMES}). */
+export const METRIC = FLEET_NAMES.metric;
+/** Queue names (see {@link FLEET_NAMES}). */
+export const QUEUE = FLEET_NAMES.queue;
+
+/** An attribute name from the table. */
+export type FleetAttributeName = (typeof ATTR)[keyof typeof ATTR];
+/** A metric name from the table. */
+export type FleetMetricName = (typeof METRIC)[keyof typeof METRIC];
+
+/**
+ * The span name of an MCP request, after the MCP semantic conventions: `{method} {target}`
+ * when the request names a tool, prompt or resource, else just the method.
+ */
+export function mcpSpanName(method: string, target?: string): string {
+  return target ? `${method} ${target}` : method;
+}
+
+/** The span name of one interceptor invocation: `interceptor/invoke {name}`. */
+export function interceptorInvokeSpanName(interceptor: string): string {
+  return `${SPAN.INTERCEPTOR_INVOKE} ${interceptor}`;
+}

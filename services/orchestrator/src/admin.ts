@@ -1,0 +1,135 @@
+/**
+ * The admin API (DESIGN.md §3): register, list, remove and refresh interceptor services,
+ * and show the chain an (event, phase) would run. Bearer `FLEET_ADMIN_TOKEN` when set.
+ */
+import { isNeverIntercepted, PhaseSchema } from '@fleet/core';
+import { bearerMatches } from '@fleet/interceptor-kit';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { type Registry, RegistryError } from './registry.ts';
+
+const RegisterBodySchema = z.object({
+  url: z.url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
+  token: z.string().optional(),
+  overrides: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Options for {@link createAdminRouter}. */
+export interface AdminRouterOptions {
+  registry: Registry;
+  /** When set, every admin request needs `Authorization: Bearer <adminToken>`. */
+  adminToken?: string | undefined;
+}
+
+function problem(res: Response, status: number, message: string, details?: unknown): void {
+  res.status(status).json(details === undefined ? { error: message } : { error: message, details });
+}
+
+/** Build the `/admin` router. */
+export function createAdminRouter({ registry, adminToken }: AdminRouterOptions): Router {
+  const router = express.Router();
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    if (!bearerMatches(req.headers.authorization, adminToken)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      return problem(res, 401, 'a valid admin bearer token is required');
+    }
+    next();
+  });
+  router.use(express.json({ limit: '256kb' }));
+  router.use(
+    (error: Error & { type?: string }, _req: Request, res: Response, next: NextFunction) => {
+      if (error.type === 'entity.parse.failed')
+        return problem(res, 400, 'the body is not valid JSON');
+      if (error.type === 'entity.too.large') return problem(res, 413, 'the body is too large');
+      next(error);
+    },
+  );
+
+  const fail = (res: Response, error: unknown) => {
+    if (error instanceof RegistryError)
+      return problem(res, error.status, error.message, error.data);
+    return problem(res, 500, 'internal error', String(error));
+  };
+
+  router.post('/services', async (req: Request, res: Response) => {
+    const body = RegisterBodySchema.safeParse(req.body);
+    if (!body.success)
+      return problem(
+        res,
+        400,
+        z.prettifyError(body.error),
+        body.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      );
+    try {
+      const { created, service } = await registry.register(body.data);
+      res.status(created ? 201 : 200).json({
+        id: service.id,
+        url: service.url,
+        interceptors: service.interceptors,
+        status: service.status,
+        source: service.source,
+      });
+    } catch (error) {
+      fail(res, error);
+    }
+  });
+
+  router.get('/services', (_req: Request, res: Response) => {
+    res.json({ services: registry.list() });
+  });
+
+  router.delete('/services/:id', async (req: Request, res: Response) => {
+    try {
+      await registry.unregister(String(req.params.id));
+      res.status(204).end();
+    } catch (error) {
+      fail(res, error);
+    }
+  });
+
+  router.post('/services/:id/refresh', async (req: Request, res: Response) => {
+    try {
+      res.json(await registry.refresh(String(req.params.id)));
+    } catch (error) {
+      fail(res, error);
+    }
+  });
+
+  router.get('/chain', (req: Request, res: Response) => {
+    const event =
+      typeof req.query.event === 'string' && req.query.event !== ''
+        ? req.query.event
+        : 'tools/call';
+    const phase = PhaseSchema.safeParse(req.query.phase ?? 'request');
+    if (!phase.success) return problem(res, 400, 'phase must be "request" or "response"');
+    if (event.includes('*'))
+      return problem(res, 400, 'event must be a concrete method name (no wildcard)');
+    if (isNeverIntercepted(event))
+      return res.json({
+        event,
+        phase: phase.data,
+        stages: [],
+        note: `${event} is never intercepted`,
+      });
+    const plan = registry.plan(event, phase.data);
+    res.json({
+      event,
+      phase: phase.data,
+      stages: plan.stages.map((stage) => ({
+        kind: stage.kind,
+        interceptors: stage.steps.map(({ interceptor, priority }) => ({
+          name: interceptor.name,
+          service: interceptor.serviceId,
+          type: interceptor.type,
+          mode: interceptor.mode,
+          priority,
+          failOpen: interceptor.failOpen,
+          timeoutMs: interceptor.timeoutMs ?? null,
+        })),
+      })),
+    });
+  });
+
+  router.use((_req: Request, res: Response) => problem(res, 404, 'no such admin endpoint'));
+  return router;
+}

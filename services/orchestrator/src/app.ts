@@ -1,0 +1,150 @@
+/**
+ * The orchestrator's composition root: builds the gateway, the registry, the ingress and
+ * the admin API from dependencies and a parsed config. Does not listen (see main.ts).
+ */
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Principal } from '@fleet/core';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import express, { type Express } from 'express';
+import type { Redis } from 'ioredis';
+import { createAdminRouter } from './admin.ts';
+import { type Authenticator, createAuthenticator } from './auth.ts';
+import { Backend } from './backends.ts';
+import { type OrchestratorConfig, overridesOf } from './config.ts';
+import { type ChainObserver, Gateway } from './gateway.ts';
+import { createMcpRouter } from './http-ingress.ts';
+import type { Logger } from './logger.ts';
+import { createClientSession } from './mcp-session.ts';
+import { Registry } from './registry.ts';
+import { createGatewayTelemetry, tracedInvoker } from './telemetry.ts';
+
+export { ConfigError, type OrchestratorConfig, parseConfig } from './config.ts';
+export type { ChainExecution, ChainObserver } from './gateway.ts';
+export { createLogger, type Logger, silentLogger } from './logger.ts';
+export { serviceIdOf } from './registry.ts';
+
+/** What the orchestrator is built from. */
+export interface OrchestratorDeps {
+  config: OrchestratorConfig;
+  log: Logger;
+  /** Redis command connection (registrations). Optional: without it only static services exist. */
+  redis?: Redis | undefined;
+  /** Redis connection for pub/sub (a second connection). */
+  subscriber?: Redis | undefined;
+  /** Admin API bearer token (`FLEET_ADMIN_TOKEN`). */
+  adminToken?: string | undefined;
+  /** Receives every chain execution (the audit producer). */
+  observer?: ChainObserver | undefined;
+  /** Serves `/metrics` (Prometheus text). */
+  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Overrides the authenticator built from `config.auth` (tests). */
+  authenticator?: Authenticator | undefined;
+}
+
+/** A built orchestrator. */
+export interface Orchestrator {
+  /** The HTTP request listener (`/mcp`, `/admin/*`, `/metrics`, `/healthz`, `/readyz`). */
+  listener: RequestListener;
+  app: Express;
+  gateway: Gateway;
+  registry: Registry;
+  backends: Backend[];
+  /** Connect backends and discover interceptor services. */
+  start(): Promise<void>;
+  /** Serve one MCP session over this process's stdin/stdout. */
+  serveStdio(principal?: Principal): Promise<void>;
+  /** Close sessions, backends and registry connections. */
+  close(): Promise<void>;
+}
+
+/** Build the orchestrator. */
+export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
+  const { config, log } = deps;
+  const telemetry = createGatewayTelemetry();
+  const registry = new Registry({
+    staticServices: config.interceptors.map((s) => ({
+      url: s.url,
+      token: s.token,
+      overrides: overridesOf(s),
+    })),
+    redis: deps.redis,
+    subscriber: deps.subscriber,
+    prefix: config.registry.prefix,
+    healthIntervalMs: config.registry.healthIntervalMs,
+    log,
+    wrapInvoker: (invoker, serviceId) => tracedInvoker(invoker, serviceId, telemetry.tracer),
+  });
+  let gateway: Gateway | undefined;
+  const backends = config.backends.map(
+    (backend) =>
+      new Backend(
+        backend,
+        {
+          onNotification: (b, n) => gateway?.onBackendNotification(b, n),
+          onServerRequest: async (b, r, signal) => {
+            if (!gateway) throw new Error('gateway not ready');
+            return gateway.onServerRequest(b, r, signal);
+          },
+        },
+        log,
+      ),
+  );
+  gateway = new Gateway({ backends, registry, config, log, telemetry, observer: deps.observer });
+  const mcp = createMcpRouter({
+    gateway,
+    registry,
+    config,
+    authenticator: deps.authenticator ?? createAuthenticator(config.auth),
+    log,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok', service: 'orchestrator' });
+  });
+  app.get('/readyz', (_req, res) => {
+    const pending = registry.undiscovered();
+    const ready = pending.length === 0;
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : 'not ready',
+      service: 'orchestrator',
+      ...(ready ? {} : { pendingInterceptorServices: pending }),
+      backends: backends.map((b) => ({ id: b.id, connected: b.connected })),
+    });
+  });
+  if (deps.metricsHandler) {
+    const handler = deps.metricsHandler;
+    app.get('/metrics', (req, res) => handler(req, res));
+  }
+  app.use('/admin', createAdminRouter({ registry, adminToken: deps.adminToken }));
+  app.use('/mcp', mcp.router);
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'not found' });
+  });
+
+  const activeGateway = gateway;
+  return {
+    listener: app,
+    app,
+    gateway: activeGateway,
+    registry,
+    backends,
+    async start() {
+      await Promise.all(backends.map((b) => b.start()));
+      await registry.start();
+    },
+    async serveStdio(principal) {
+      const session = createClientSession(activeGateway, registry, principal);
+      activeGateway.sessions.add(session);
+      const transport = new StdioServerTransport();
+      transport.onclose = () => activeGateway.sessions.delete(session);
+      await session.server.connect(transport);
+    },
+    async close() {
+      await mcp.closeAll();
+      await Promise.all(backends.map((b) => b.close()));
+      await registry.close();
+    },
+  };
+}

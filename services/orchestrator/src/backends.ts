@@ -1,0 +1,309 @@
+/**
+ * Connections to the real MCP servers behind the gateway: one SDK client per backend,
+ * shared by every client session, over Streamable HTTP or stdio (spawned and supervised:
+ * restarted with backoff when it exits), with per-backend resilience (timeout, retries for
+ * idempotent methods, circuit breaker, bounded concurrency).
+ */
+import { FleetError, ProtocolError } from '@fleet/core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  McpError,
+  type Notification,
+  type Progress,
+  type Result,
+  ResultSchema,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import { context, propagation } from '@opentelemetry/api';
+import {
+  BrokenCircuitError,
+  BulkheadRejectedError,
+  bulkhead,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  ExponentialBackoff,
+  handleWhen,
+  type IPolicy,
+  retry,
+  wrap,
+} from 'cockatiel';
+import type { BackendConfig } from './config.ts';
+import type { Logger } from './logger.ts';
+
+/** A request the backend sends to the client side (sampling, elicitation, roots). */
+export interface ServerToClientRequest {
+  method: string;
+  params?: Record<string, unknown> | undefined;
+}
+
+/** What a backend reports upward. */
+export interface BackendHooks {
+  /** A notification from the backend (not progress, which is routed per call). */
+  onNotification(backend: Backend, notification: Notification): void;
+  /** A request from the backend to "its client": relay it to the right session. */
+  onServerRequest(
+    backend: Backend,
+    request: ServerToClientRequest,
+    signal: AbortSignal,
+  ): Promise<Result>;
+}
+
+/** Options for one backend call. */
+export interface BackendCallOptions {
+  signal?: AbortSignal | undefined;
+  onprogress?: ((progress: Progress) => void) | undefined;
+  /** Lists and reads may be retried; tools/call never. */
+  idempotent?: boolean;
+}
+
+const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
+
+function isTransportFailure(error: unknown): boolean {
+  if (error instanceof McpError) {
+    return error.code === ErrorCode.ConnectionClosed || error.code === ErrorCode.RequestTimeout;
+  }
+  return !(error instanceof ProtocolError);
+}
+
+/** A fetch that carries the active W3C trace context to HTTP backends. */
+const tracingFetch: typeof fetch = (input, init) => {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  if (Object.keys(carrier).length === 0) return fetch(input, init);
+  const headers = new Headers(init?.headers);
+  for (const [k, v] of Object.entries(carrier)) headers.set(k, v);
+  return fetch(input, { ...init, headers });
+};
+
+/** One backend MCP server. */
+export class Backend {
+  readonly id: string;
+  readonly prefix: string;
+  readonly config: BackendConfig;
+  #client: Client | undefined;
+  #connecting: Promise<Client> | undefined;
+  #capabilities: ServerCapabilities | undefined;
+  #closed = false;
+  #restartDelayMs = 500;
+  #restartTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #hooks: BackendHooks;
+  readonly #log: Logger;
+  readonly #policy: IPolicy;
+  readonly #idempotentPolicy: IPolicy;
+
+  constructor(config: BackendConfig, hooks: BackendHooks, log: Logger) {
+    this.id = config.id;
+    this.prefix = config.prefix;
+    this.config = config;
+    this.#hooks = hooks;
+    this.#log = log;
+    const { breaker, maxConcurrent, retries } = config.resilience;
+    const failures = handleWhen(isTransportFailure);
+    const breakerPolicy = circuitBreaker(failures, {
+      halfOpenAfter: breaker.resetMs,
+      breaker: new ConsecutiveBreaker(breaker.failures),
+    });
+    const bulkheadPolicy = bulkhead(maxConcurrent, maxConcurrent);
+    this.#policy = wrap(bulkheadPolicy, breakerPolicy);
+    this.#idempotentPolicy =
+      retries > 0
+        ? wrap(
+            retry(failures, {
+              maxAttempts: retries,
+              backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 2000 }),
+            }),
+            bulkheadPolicy,
+            breakerPolicy,
+          )
+        : this.#policy;
+  }
+
+  /** The backend's capabilities once connected. */
+  get capabilities(): ServerCapabilities | undefined {
+    return this.#capabilities;
+  }
+
+  /** True when a live connection exists. */
+  get connected(): boolean {
+    return this.#client !== undefined;
+  }
+
+  /** Connect now; on failure keep retrying in the background (never throws). */
+  async start(): Promise<void> {
+    try {
+      await this.#connect();
+    } catch (error) {
+      this.#log.warn(
+        { backend: this.id, err: String(error) },
+        'backend not reachable yet; retrying in the background',
+      );
+      this.#scheduleRestart();
+    }
+  }
+
+  #transport(): Transport {
+    const { url, command, args, env, cwd, headers } = this.config;
+    if (url !== undefined) {
+      return new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers },
+        fetch: tracingFetch,
+      });
+    }
+    return new StdioClientTransport({
+      command: command as string,
+      args,
+      env: { ...(process.env as Record<string, string>), ...env },
+      ...(cwd === undefined ? {} : { cwd }),
+      stderr: 'inherit',
+    });
+  }
+
+  #connect(): Promise<Client> {
+    this.#connecting ??= (async () => {
+      const client = new Client(CLIENT_INFO, {
+        capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
+      });
+      client.fallbackNotificationHandler = async (notification) =>
+        this.#hooks.onNotification(this, notification);
+      const relay = async (
+        request: { method: string; params?: Record<string, unknown> },
+        extra: { signal: AbortSignal },
+      ) => this.#hooks.onServerRequest(this, request, extra.signal);
+      client.setRequestHandler(CreateMessageRequestSchema, relay as never);
+      client.setRequestHandler(ElicitRequestSchema, relay as never);
+      client.setRequestHandler(ListRootsRequestSchema, relay as never);
+      client.onclose = () => {
+        if (this.#client !== client) return;
+        this.#client = undefined;
+        if (!this.#closed) {
+          this.#log.warn({ backend: this.id }, 'backend connection closed; reconnecting');
+          this.#scheduleRestart();
+        }
+      };
+      await client.connect(this.#transport(), { timeout: this.config.resilience.timeoutMs });
+      this.#client = client;
+      this.#capabilities = client.getServerCapabilities();
+      this.#restartDelayMs = 500;
+      this.#log.info(
+        { backend: this.id, server: client.getServerVersion()?.name },
+        'backend connected',
+      );
+      return client;
+    })().finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  #scheduleRestart(): void {
+    if (this.#closed || this.#restartTimer !== undefined) return;
+    const delay = this.#restartDelayMs;
+    this.#restartDelayMs = Math.min(this.#restartDelayMs * 2, 30_000);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      this.#connect().catch((error: unknown) => {
+        this.#log.warn(
+          { backend: this.id, err: String(error), retryInMs: this.#restartDelayMs },
+          'backend reconnect failed',
+        );
+        this.#scheduleRestart();
+      });
+    }, delay);
+    this.#restartTimer.unref();
+  }
+
+  async #live(): Promise<Client> {
+    if (this.#client) return this.#client;
+    try {
+      return await this.#connect();
+    } catch (error) {
+      this.#scheduleRestart();
+      throw new FleetError('TRANSPORT_ERROR', `backend "${this.id}" is unavailable`, {
+        data: { backend: this.id },
+        cause: error,
+      });
+    }
+  }
+
+  /** Send one request through the backend's resilience policy. */
+  async request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: BackendCallOptions = {},
+  ): Promise<Result> {
+    const policy = options.idempotent ? this.#idempotentPolicy : this.#policy;
+    try {
+      return await policy.execute(async () => {
+        const client = await this.#live();
+        const call = () =>
+          client.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
+            timeout: this.config.resilience.timeoutMs,
+            resetTimeoutOnProgress: true,
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+          });
+        try {
+          return await call();
+        } catch (error) {
+          // The server forgot our session (it restarted): reconnect once and retry.
+          if (error instanceof StreamableHTTPError && error.code === 404) {
+            this.#client = undefined;
+            await client.close().catch(() => undefined);
+            const fresh = await this.#live();
+            return await fresh.request(
+              { method, ...(params === undefined ? {} : { params }) },
+              ResultSchema,
+              {
+                timeout: this.config.resilience.timeoutMs,
+                ...(options.signal ? { signal: options.signal } : {}),
+              },
+            );
+          }
+          throw error;
+        }
+      });
+    } catch (error) {
+      if (error instanceof BrokenCircuitError) {
+        throw new ProtocolError(-32603, `Backend "${this.id}" is unavailable (circuit open)`, {
+          backend: this.id,
+          reason: 'circuit_open',
+        });
+      }
+      if (error instanceof BulkheadRejectedError) {
+        throw new ProtocolError(-32603, `Backend "${this.id}" is at capacity`, {
+          backend: this.id,
+          reason: 'overloaded',
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** Send a notification to the backend (best effort). */
+  async notify(notification: Notification): Promise<void> {
+    try {
+      await this.#client?.notification(notification as never);
+    } catch (error) {
+      this.#log.debug({ backend: this.id, err: String(error) }, 'notification to backend failed');
+    }
+  }
+
+  /** Close the connection (and stop a stdio child). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#restartTimer) clearTimeout(this.#restartTimer);
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+}

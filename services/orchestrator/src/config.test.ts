@@ -1,0 +1,93 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings test ${VAR} expansion.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, expandEnv, parseConfig } from './config.ts';
+
+describe('orchestrator config', () => {
+  it('applies documented defaults to an empty file', () => {
+    const config = parseConfig('');
+    expect(config.backends).toEqual([]);
+    expect(config.chain).toEqual({ timeoutMs: 2000, denyAs: 'error' });
+    expect(config.auth).toEqual({ mode: 'none' });
+    expect(config.limits).toEqual({ maxBodyBytes: 4194304, maxResponseBytes: 1048576 });
+    expect(config.audit).toEqual({ queue: 'fleet-audit', enabled: true });
+  });
+
+  it('reads the design example with ${VAR} expansion', () => {
+    const text = `
+backends:
+  - id: everything
+    url: http://127.0.0.1:3001/mcp
+    prefix: ""
+    resilience: {timeoutMs: 30000, retries: 0, breaker: {failures: 5, resetMs: 10000}, maxConcurrent: 64}
+interceptors:
+  - url: http://127.0.0.1:8081/mcp
+    token: \${FLEET_TOKEN}
+    overrides: {pii-redactor: {failOpen: false, timeoutMs: 500}}
+chain: {timeoutMs: 2000, denyAs: toolResult}
+audit: {queue: fleet-audit}
+auth: {mode: none}
+limits: {maxBodyBytes: 4194304, maxResponseBytes: 1048576}
+`;
+    const config = parseConfig(text, { FLEET_TOKEN: 'secret-token' });
+    expect(config.backends[0]).toMatchObject({
+      id: 'everything',
+      url: 'http://127.0.0.1:3001/mcp',
+      prefix: '',
+      resilience: { timeoutMs: 30000, maxConcurrent: 64 },
+    });
+    expect(config.interceptors[0]?.token).toBe('secret-token');
+    expect(config.chain.denyAs).toBe('toolResult');
+  });
+
+  it.each([
+    ['backends:\n  - id: a\n', 'backends[0]', 'exactly one of "url"'],
+    [
+      'backends:\n  - id: a\n    url: http://x/mcp\n    command: node\n',
+      'backends[0]',
+      'exactly one of',
+    ],
+    [
+      'backends:\n  - {id: a, url: "http://a/mcp"}\n  - {id: b, url: "http://b/mcp"}\n',
+      'backends[1].prefix',
+      'must be unique',
+    ],
+    [
+      'backends:\n  - {id: a, url: "http://a/mcp", prefix: x_}\n  - {id: a, url: "http://b/mcp", prefix: y_}\n',
+      'backends[1].id',
+      'duplicate backend id',
+    ],
+    ['backends:\n  - {id: "bad id", url: "http://a/mcp"}\n', 'backends[0].id', 'letters'],
+    [
+      'interceptors:\n  - {url: "http://a/mcp", overrides: {x: {timeoutMs: soon}}}\n',
+      'interceptors[0].overrides',
+      'x.timeoutMs',
+    ],
+    ['auth: {mode: tokens, tokens: []}\n', 'auth.tokens', ''],
+    ['chain: {timeoutMs: -1}\n', 'chain.timeoutMs', ''],
+    ['auth: {mode: magic}\n', 'auth.mode', ''],
+  ])('%j fails naming %s', (text, path, detail) => {
+    try {
+      parseConfig(text);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).toContain(path);
+      expect((error as Error).message).toContain(detail);
+    }
+  });
+
+  it('reports YAML syntax errors', () => {
+    expect(() => parseConfig('backends: [')).toThrow(/not valid YAML/);
+  });
+
+  it.each([
+    ['${A}', { A: 'x' }, 'x'],
+    ['${A:-dflt}', {}, 'dflt'],
+    ['${A:-dflt}', { A: '' }, 'dflt'],
+    ['pre-${A}-post', { A: 'm' }, 'pre-m-post'],
+    ['${MISSING}', {}, ''],
+    ['no vars', {}, 'no vars'],
+  ])('expandEnv(%j)', (input, env, want) => {
+    expect(expandEnv(input, env)).toBe(want);
+  });
+});

@@ -1,0 +1,215 @@
+/**
+ * The orchestrator's configuration (`FLEET_CONFIG`, YAML, `${VAR}` expansion), parsed once
+ * at the edge with zod. Defaults are documented on the schema.
+ */
+import { parseServiceOverrides, type ServiceOverrides } from '@fleet/core';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+const ResilienceSchema = z
+  .object({
+    /** Budget for one backend call. */
+    timeoutMs: z.number().int().positive().default(30_000),
+    /** Retries for idempotent methods (lists, reads, gets); never for tools/call. */
+    retries: z.number().int().min(0).max(10).default(0),
+    breaker: z
+      .object({
+        /** Consecutive failures that open the breaker. */
+        failures: z.number().int().positive().default(5),
+        /** How long the breaker stays open before a trial call. */
+        resetMs: z.number().int().positive().default(10_000),
+      })
+      .prefault({}),
+    /** Most concurrent calls to this backend; more wait in a queue of the same size. */
+    maxConcurrent: z.number().int().positive().default(64),
+  })
+  .prefault({});
+
+const BackendSchema = z
+  .object({
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" and "-" only'),
+    url: z.url().optional(),
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** Namespace for this backend's tools, prompts and resources ("" = none). */
+    prefix: z.string().default(''),
+    resilience: ResilienceSchema,
+  })
+  .refine((b) => (b.url === undefined) !== (b.command === undefined), {
+    message: 'a backend needs exactly one of "url" (Streamable HTTP) or "command" (stdio)',
+  });
+
+const InterceptorServiceSchema = z.object({
+  url: z.url(),
+  token: z.string().optional(),
+  overrides: z.unknown().optional(),
+});
+
+const PrincipalSchema = z.object({
+  type: z.enum(['user', 'service', 'anonymous']).default('user'),
+  id: z.string().min(1),
+  claims: z.record(z.string(), z.unknown()).default({}),
+});
+
+const AuthSchema = z
+  .discriminatedUnion('mode', [
+    z.object({ mode: z.literal('none') }),
+    z.object({
+      mode: z.literal('tokens'),
+      tokens: z.array(z.object({ token: z.string().min(8), principal: PrincipalSchema })).min(1),
+    }),
+    z.object({
+      mode: z.literal('jwt'),
+      issuer: z.string().min(1),
+      audience: z.string().min(1),
+      jwksUrl: z.url(),
+      /** Claims copied into `principal.claims` (default: all). */
+      claims: z.array(z.string()).optional(),
+    }),
+  ])
+  .default({ mode: 'none' });
+
+/** The whole configuration file. */
+export const OrchestratorConfigSchema = z
+  .object({
+    backends: z.array(BackendSchema).default([]),
+    interceptors: z.array(InterceptorServiceSchema).default([]),
+    chain: z
+      .object({
+        /** Budget of one phase of the chain. */
+        timeoutMs: z.number().int().positive().default(2000),
+        /** How an abort of `tools/call` reaches the client. */
+        denyAs: z.enum(['error', 'toolResult']).default('error'),
+      })
+      .prefault({}),
+    audit: z
+      .object({
+        queue: z.string().min(1).default('fleet-audit'),
+        enabled: z.boolean().default(true),
+      })
+      .prefault({}),
+    auth: AuthSchema,
+    limits: z
+      .object({
+        maxBodyBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(4 * 1024 * 1024),
+        maxResponseBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(1024 * 1024),
+      })
+      .prefault({}),
+    security: z
+      .object({
+        /** Host header values accepted besides loopback (DNS-rebinding protection). */
+        allowedHosts: z.array(z.string()).default([]),
+        /** Origin header values accepted besides loopback ones. */
+        allowedOrigins: z.array(z.string()).default([]),
+      })
+      .prefault({}),
+    registry: z
+      .object({
+        /** Redis key prefix for registrations and their pub/sub channel. */
+        prefix: z.string().min(1).default('fleet'),
+        /** How often unhealthy services are retried. */
+        healthIntervalMs: z.number().int().positive().default(5000),
+      })
+      .prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const ids = new Set<string>();
+    const prefixes = new Set<string>();
+    config.backends.forEach((backend, index) => {
+      if (ids.has(backend.id))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['backends', index, 'id'],
+          message: `duplicate backend id "${backend.id}"`,
+        });
+      ids.add(backend.id);
+      if (config.backends.length > 1 && prefixes.has(backend.prefix)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['backends', index, 'prefix'],
+          message: `prefix "${backend.prefix}" must be unique when there is more than one backend`,
+        });
+      }
+      prefixes.add(backend.prefix);
+    });
+    config.interceptors.forEach((service, index) => {
+      try {
+        parseServiceOverrides(service.overrides);
+      } catch (error) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['interceptors', index, 'overrides'],
+          message: (error as Error).message,
+        });
+      }
+    });
+  });
+
+/** A parsed configuration. */
+export type OrchestratorConfig = z.output<typeof OrchestratorConfigSchema>;
+/** One backend's configuration. */
+export type BackendConfig = OrchestratorConfig['backends'][number];
+/** The auth section. */
+export type AuthConfig = OrchestratorConfig['auth'];
+
+/** A configuration that could not be used; `message` is ready to print. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Replace `${VAR}` and `${VAR:-default}` in every string of a parsed YAML document. An
+ * unset variable without a default becomes the empty string.
+ */
+export function expandEnv(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_m, name: string, fallback?: string) => {
+        const v = env[name];
+        return v === undefined || v === '' ? (fallback ?? '') : v;
+      },
+    );
+  }
+  if (Array.isArray(value)) return value.map((v) => expandEnv(v, env));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env)]));
+  }
+  return value;
+}
+
+/** Parse a configuration document (already-loaded YAML text). @throws {ConfigError} */
+export function parseConfig(
+  text: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): OrchestratorConfig {
+  let raw: unknown;
+  try {
+    raw = text.trim() === '' ? {} : parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`FLEET_CONFIG is not valid YAML: ${(error as Error).message}`);
+  }
+  const parsed = OrchestratorConfigSchema.safeParse(expandEnv(raw ?? {}, env));
+  if (!parsed.success)
+    throw new ConfigError(`invalid FLEET_CONFIG:\n${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** The overrides of a configured interceptor service, parsed. */
+export function overridesOf(service: OrchestratorConfig['interceptors'][number]): ServiceOverrides {
+  return parseServiceOverrides(service.overrides);
+}

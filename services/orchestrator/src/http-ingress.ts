@@ -1,0 +1,223 @@
+/**
+ * MCP over Streamable HTTP at `/mcp`: sessions (`Mcp-Session-Id`), POST with SSE or JSON
+ * responses, GET for server-initiated messages, DELETE to end a session. In front of it:
+ * DNS-rebinding protection (Host/Origin), authentication, a body limit, batch rejection,
+ * and a session bound to the principal that opened it.
+ */
+import { randomUUID } from 'node:crypto';
+import { FleetError, JsonRpcCode, type Principal } from '@fleet/core';
+import { errorEnvelope } from '@fleet/interceptor-kit';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Authenticator } from './auth.ts';
+import type { OrchestratorConfig } from './config.ts';
+import type { ClientSession, Gateway } from './gateway.ts';
+import type { Logger } from './logger.ts';
+import { createClientSession } from './mcp-session.ts';
+import type { Registry } from './registry.ts';
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+const MAX_SESSIONS = 10_000;
+
+interface HttpSession {
+  session: ClientSession;
+  transport: StreamableHTTPServerTransport;
+  principal: Principal;
+}
+
+function hostname(hostHeader: string): string {
+  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
+  return hostHeader.split(':')[0] ?? '';
+}
+
+/** Options for {@link createMcpRouter}. */
+export interface McpRouterOptions {
+  gateway: Gateway;
+  registry: Registry;
+  config: OrchestratorConfig;
+  authenticator: Authenticator;
+  log: Logger;
+}
+
+/** The `/mcp` endpoint and its guards, plus a way to close every session. */
+export interface McpRouter {
+  router: Router;
+  sessionCount(): number;
+  closeAll(): Promise<void>;
+}
+
+function reject(
+  res: Response,
+  status: number,
+  code: number,
+  message: string,
+  extraHeaders: Record<string, string> = {},
+): void {
+  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+  res.status(status).json(errorEnvelope(undefined, code, message));
+}
+
+/** Build the `/mcp` router. */
+export function createMcpRouter(options: McpRouterOptions): McpRouter {
+  const { gateway, registry, config, authenticator, log } = options;
+  const sessions = new Map<string, HttpSession>();
+  const allowedHosts = new Set(config.security.allowedHosts.map((h) => h.toLowerCase()));
+  const allowedOrigins = new Set(config.security.allowedOrigins.map((o) => o.toLowerCase()));
+  const router = express.Router();
+
+  // DNS rebinding: a browser page on another origin must not reach a loopback gateway.
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const host = (req.headers.host ?? '').toLowerCase();
+    if (
+      !LOOPBACK_HOSTS.has(hostname(host)) &&
+      !allowedHosts.has(host) &&
+      !allowedHosts.has(hostname(host))
+    ) {
+      return reject(
+        res,
+        403,
+        JsonRpcCode.INVALID_REQUEST,
+        `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`,
+      );
+    }
+    const origin = req.headers.origin?.toLowerCase();
+    if (origin !== undefined && !allowedOrigins.has(origin)) {
+      let ok = false;
+      try {
+        ok =
+          LOOPBACK_HOSTS.has(new URL(origin).hostname) ||
+          LOOPBACK_HOSTS.has(`[${new URL(origin).hostname}]`);
+      } catch {
+        ok = false;
+      }
+      if (!ok)
+        return reject(
+          res,
+          403,
+          JsonRpcCode.INVALID_REQUEST,
+          `Forbidden: Origin "${req.headers.origin}" is not allowed`,
+        );
+    }
+    next();
+  });
+
+  router.use(async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const principal = await authenticator.authenticate(req.headers.authorization);
+      (req as Request & { auth?: unknown }).auth = {
+        token: '',
+        clientId: principal.id ?? principal.type,
+        scopes: [],
+        extra: { principal },
+      };
+      res.locals.principal = principal;
+      next();
+    } catch (error) {
+      const message = error instanceof FleetError ? error.message : 'authentication failed';
+      reject(res, 401, JsonRpcCode.INVALID_REQUEST, `Unauthorized: ${message}`, {
+        'www-authenticate': 'Bearer',
+      });
+    }
+  });
+
+  router.post('/', express.json({ limit: config.limits.maxBodyBytes, type: () => true }));
+
+  router.use(
+    (
+      error: Error & { type?: string; status?: number },
+      _req: Request,
+      res: Response,
+      next: NextFunction,
+    ) => {
+      if (error.type === 'entity.too.large') {
+        return reject(
+          res,
+          413,
+          JsonRpcCode.INVALID_REQUEST,
+          `Request body exceeds ${config.limits.maxBodyBytes} bytes`,
+        );
+      }
+      if (error.type === 'entity.parse.failed')
+        return reject(res, 400, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid JSON');
+      if (error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
+        return reject(res, 415, JsonRpcCode.INVALID_REQUEST, 'Unsupported content encoding');
+      }
+      next(error);
+    },
+  );
+
+  const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
+
+  router.all('/', async (req: Request, res: Response) => {
+    const principal = res.locals.principal as Principal;
+    const sessionId = req.headers['mcp-session-id'];
+    if (req.method === 'POST') {
+      const body: unknown = req.body;
+      if (Array.isArray(body))
+        return reject(res, 400, JsonRpcCode.INVALID_REQUEST, 'JSON-RPC batches are not supported');
+      if (typeof body !== 'object' || body === null)
+        return reject(
+          res,
+          400,
+          JsonRpcCode.INVALID_REQUEST,
+          'Invalid Request: expected a JSON-RPC message object',
+        );
+    }
+    if (typeof sessionId === 'string') {
+      const existing = sessions.get(sessionId);
+      if (!existing) return reject(res, 404, JsonRpcCode.INVALID_REQUEST, 'Session not found');
+      if (!samePrincipal(existing.principal, principal)) {
+        return reject(
+          res,
+          403,
+          JsonRpcCode.INVALID_REQUEST,
+          'Forbidden: the session belongs to another principal',
+        );
+      }
+      return existing.transport.handleRequest(req, res, req.body);
+    }
+    const isInitialize =
+      req.method === 'POST' && (req.body as { method?: unknown }).method === 'initialize';
+    if (!isInitialize) {
+      return reject(
+        res,
+        400,
+        JsonRpcCode.INVALID_REQUEST,
+        'Bad Request: no valid session id (send initialize first)',
+      );
+    }
+    if (sessions.size >= MAX_SESSIONS)
+      return reject(res, 503, JsonRpcCode.INTERNAL_ERROR, 'Too many sessions');
+    const session = createClientSession(gateway, registry);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        session.id = id;
+        sessions.set(id, { session, transport, principal });
+        gateway.sessions.add(session);
+      },
+    });
+    transport.onclose = () => {
+      if (session.id) sessions.delete(session.id);
+      gateway.sessions.delete(session);
+    };
+    try {
+      await session.server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (error) {
+      log.error({ err: String(error) }, 'session start failed');
+      if (!res.headersSent) reject(res, 500, JsonRpcCode.INTERNAL_ERROR, 'Internal error');
+    }
+  });
+
+  return {
+    router,
+    sessionCount: () => sessions.size,
+    async closeAll() {
+      await Promise.all(
+        [...sessions.values()].map((s) => s.transport.close().catch(() => undefined)),
+      );
+      sessions.clear();
+    },
+  };
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+/**
+ * The orchestrator process: reads the environment and FLEET_CONFIG once, wires Redis,
+ * OpenTelemetry and the audit producer, listens (or serves stdio with `--stdio`), and drains
+ * on SIGTERM.
+ *
+ * Env: HOST (127.0.0.1), PORT (8080; 0 = free port), FLEET_CONFIG (YAML path), REDIS_URL
+ * (redis://127.0.0.1:6379), FLEET_ADMIN_TOKEN, LOG_LEVEL (info), AUDIT_JOURNAL
+ * (.fleet/orchestrator-audit.ndjson), standard OTEL_* variables.
+ */
+import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { createAuditProducer } from '@fleet/audit';
+import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
+import { Redis } from 'ioredis';
+import { ConfigError, createLogger, createOrchestrator, parseConfig } from './app.ts';
+import { createAuditObserver } from './audit.ts';
+
+const env = process.env;
+const stdio = process.argv.includes('--stdio');
+const log = createLogger(env.LOG_LEVEL ?? 'info');
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+let configText = '';
+if (env.FLEET_CONFIG) {
+  try {
+    configText = readFileSync(env.FLEET_CONFIG, 'utf8');
+  } catch (error) {
+    fail(`cannot read FLEET_CONFIG ${env.FLEET_CONFIG}: ${(error as Error).message}`);
+  }
+}
+let config: ReturnType<typeof parseConfig>;
+try {
+  config = parseConfig(configText, env);
+} catch (error) {
+  fail(error instanceof ConfigError ? error.message : String(error));
+}
+const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
+if (!Number.isInteger(port) || port < 0 || port > 65535)
+  fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
+
+const telemetry = startTelemetry(
+  telemetryOptionsFromEnv(env, { serviceName: 'orchestrator', serviceVersion: '0.1.0' }),
+);
+const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
+const redisOptions = { maxRetriesPerRequest: 2, lazyConnect: false, connectTimeout: 5000 };
+const redis = new Redis(redisUrl, redisOptions);
+const subscriber = new Redis(redisUrl, redisOptions);
+for (const connection of [redis, subscriber]) {
+  connection.on('error', (error: Error) =>
+    log.warn({ err: error.message }, 'redis connection error'),
+  );
+}
+
+const producer = config.audit.enabled
+  ? createAuditProducer({
+      connection: redisUrl,
+      queue: config.audit.queue,
+      journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
+      logger: {
+        info: (m, f) => log.info(f ?? {}, m),
+        warn: (m, f) => log.warn(f ?? {}, m),
+        error: (m, f) => log.error(f ?? {}, m),
+      },
+    })
+  : undefined;
+
+const orchestrator = createOrchestrator({
+  config,
+  log,
+  redis,
+  subscriber,
+  adminToken: env.FLEET_ADMIN_TOKEN || undefined,
+  observer: producer ? createAuditObserver(producer) : undefined,
+  metricsHandler: telemetry.metricsHandler,
+});
+await orchestrator.start();
+
+let stopListening: () => Promise<void> = async () => undefined;
+if (stdio) {
+  await orchestrator.serveStdio({ type: 'user', id: userInfo().username });
+} else {
+  const listening = await listen(orchestrator.listener, {
+    service: 'orchestrator',
+    host: env.HOST || '127.0.0.1',
+    port,
+  });
+  log.info({ url: listening.url }, 'orchestrator listening');
+  stopListening = () => listening.close();
+}
+
+onShutdown(async () => {
+  // Stop accepting, end the sessions (their SSE streams would hold the server open), then
+  // wait for in-flight requests to finish.
+  const drained = stopListening();
+  await orchestrator.close();
+  log.info({}, 'sessions, backends and registry closed');
+  await drained;
+  log.info({}, 'http server drained');
+  await producer?.close();
+  log.info({}, 'audit producer closed');
+  redis.disconnect();
+  subscriber.disconnect();
+  await telemetry.shutdown();
+});

@@ -1,0 +1,523 @@
+/**
+ * The interceptor service registry: static services from the config plus runtime
+ * registrations through the admin API, persisted in Redis and propagated to every replica
+ * over pub/sub. Chain plans per (event, phase) are computed once per registry change.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  type ChainInterceptor,
+  type ChainPlan,
+  FleetError,
+  type InterceptorInfo,
+  type Invoker,
+  type Phase,
+  ProtocolError,
+  parseServiceOverrides,
+  planChain,
+  resolveService,
+  type ServiceOverrides,
+  WireParseError,
+} from '@fleet/core';
+import { createRemoteService, type RemoteService } from '@fleet/interceptor-kit';
+import type { Redis } from 'ioredis';
+import type { Logger } from './logger.ts';
+
+/** Where a registration came from. */
+export type ServiceSource = 'config' | 'admin';
+
+/** A registered interceptor service as the admin API shows it. */
+export interface ServiceView {
+  id: string;
+  url: string;
+  source: ServiceSource;
+  status: 'healthy' | 'unhealthy' | 'pending';
+  interceptors: InterceptorInfo[];
+  overrides: ServiceOverrides;
+  lastError?: string;
+  registeredAt?: string;
+  refreshedAt?: string;
+}
+
+/** A registration request. */
+export interface Registration {
+  url: string;
+  token?: string | undefined;
+  overrides?: unknown;
+}
+
+/** A registry operation that failed, with the HTTP status the admin API answers. */
+export class RegistryError extends Error {
+  override readonly name = 'RegistryError';
+  constructor(
+    readonly status: 400 | 404 | 409 | 422 | 502 | 503,
+    message: string,
+    readonly data: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+interface Entry {
+  id: string;
+  url: string;
+  token: string | undefined;
+  overrides: ServiceOverrides;
+  source: ServiceSource;
+  remote: RemoteService;
+  interceptors: InterceptorInfo[];
+  resolved: ChainInterceptor[];
+  status: ServiceView['status'];
+  lastError?: string;
+  registeredAt?: string;
+  refreshedAt?: string;
+}
+
+interface Persisted {
+  url: string;
+  token?: string;
+  overrides?: ServiceOverrides;
+  registeredAt: string;
+  /** Last known descriptors, so a replica that cannot reach the service yet still applies them. */
+  interceptors?: InterceptorInfo[];
+}
+
+/** Options for {@link Registry}. */
+export interface RegistryOptions {
+  /** Services from the config file. */
+  staticServices: Registration[];
+  /** Command connection (registrations). Without Redis, only static services exist. */
+  redis?: Redis | undefined;
+  /** A second connection in subscriber mode (pub/sub). */
+  subscriber?: Redis | undefined;
+  /** Wraps each service's invoker (tracing). */
+  wrapInvoker?: (invoker: Invoker, serviceId: string) => Invoker;
+  /** Key prefix. Default `fleet`. */
+  prefix?: string;
+  healthIntervalMs?: number;
+  log: Logger;
+}
+
+/** Normalise a service URL so the same endpoint always gets the same id. */
+export function normaliseUrl(raw: string): string {
+  const url = new URL(raw);
+  url.hash = '';
+  const path = url.pathname.replace(/\/+$/, '') || '/';
+  const port = url.port ? `:${url.port}` : '';
+  return `${url.protocol}//${url.hostname.toLowerCase()}${port}${path}${url.search}`;
+}
+
+/** The registry id of a URL: readable, and the same on every replica. */
+export function serviceIdOf(raw: string): string {
+  const normal = normaliseUrl(raw);
+  const url = new URL(normal);
+  const slug =
+    `${url.hostname}-${url.port || (url.protocol === 'https:' ? '443' : '80')}${url.pathname}`
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 48);
+  const hash = createHash('sha256').update(normal).digest('hex').slice(0, 8);
+  return `${slug}-${hash}`;
+}
+
+const MAX_PLANS = 1024;
+
+/** Make `close` idempotent and quiet: a replaced service may be closed from two paths. */
+function closeOnce(remote: RemoteService): RemoteService {
+  let closing: Promise<void> | undefined;
+  return Object.assign(Object.create(remote) as RemoteService, {
+    close: () => {
+      closing ??= remote.close().catch(() => undefined);
+      return closing;
+    },
+  });
+}
+
+/** The registry of interceptor services. */
+export class Registry {
+  readonly #entries = new Map<string, Entry>();
+  readonly #plans = new Map<string, ChainPlan>();
+  readonly #options: RegistryOptions;
+  readonly #hashKey: string;
+  readonly #channel: string;
+  readonly #listeners = new Set<() => void>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  /** Tags this replica's own pub/sub events so it does not apply them twice. */
+  readonly #origin = randomUUID();
+  #chain: ChainInterceptor[] = [];
+
+  constructor(options: RegistryOptions) {
+    this.#options = options;
+    const prefix = options.prefix ?? 'fleet';
+    this.#hashKey = `${prefix}:registry:services`;
+    this.#channel = `${prefix}:registry:events`;
+  }
+
+  /** Discover static services, load persisted registrations and follow other replicas. */
+  async start(): Promise<void> {
+    for (const service of this.#options.staticServices) {
+      const entry = this.#newEntry(service, 'config', parseServiceOverrides(service.overrides));
+      this.#entries.set(entry.id, entry);
+    }
+    await Promise.all([...this.#entries.values()].map((e) => this.#discover(e)));
+    const { redis, subscriber } = this.#options;
+    if (redis) {
+      try {
+        const all = await redis.hgetall(this.#hashKey);
+        await Promise.all(Object.entries(all).map(([id, json]) => this.#loadPersisted(id, json)));
+      } catch (error) {
+        this.#options.log.warn({ err: String(error) }, 'could not load registrations from Redis');
+      }
+    }
+    if (subscriber) {
+      subscriber.on('message', (channel: string, message: string) => {
+        if (channel === this.#channel) void this.#onEvent(message);
+      });
+      await subscriber.subscribe(this.#channel);
+    }
+    this.#rebuild();
+    const interval = this.#options.healthIntervalMs ?? 5000;
+    this.#timer = setInterval(() => void this.#healthCheck(), interval);
+    this.#timer.unref();
+  }
+
+  /** Called after every change of the effective chain. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** True when every static service has been discovered at least once. */
+  ready(): boolean {
+    return this.undiscovered().length === 0;
+  }
+
+  /** Static services never discovered: the chain cannot be trusted while any exists. */
+  undiscovered(): string[] {
+    return [...this.#entries.values()]
+      .filter((e) => e.source === 'config' && e.status === 'pending')
+      .map((e) => e.id);
+  }
+
+  #newEntry(service: Registration, source: ServiceSource, overrides: ServiceOverrides): Entry {
+    const url = normaliseUrl(service.url);
+    return {
+      id: serviceIdOf(url),
+      url,
+      token: service.token || undefined,
+      overrides,
+      source,
+      remote: closeOnce(
+        createRemoteService({
+          url,
+          token: service.token || undefined,
+          clientInfo: { name: 'interceptor-fleet-orchestrator', version: '0.1.0' },
+        }),
+      ),
+      interceptors: [],
+      resolved: [],
+      status: 'pending',
+    };
+  }
+
+  #invoker(entry: Entry): Invoker {
+    return this.#options.wrapInvoker
+      ? this.#options.wrapInvoker(entry.remote, entry.id)
+      : entry.remote;
+  }
+
+  /** Discover an entry's interceptors; returns the failure as a RegistryError, if any. */
+  async #discover(entry: Entry): Promise<RegistryError | undefined> {
+    try {
+      const handshake = await entry.remote.connect();
+      const { interceptors, rejected } = await entry.remote.list();
+      if (!handshake.interceptorsCapability && interceptors.length === 0) {
+        throw new RegistryError(422, `${entry.url} is an MCP server but declares no interceptors`, {
+          url: entry.url,
+        });
+      }
+      for (const r of rejected) {
+        this.#options.log.warn(
+          { service: entry.id, index: r.index, name: r.name, issues: r.issues },
+          'ignoring a malformed interceptor descriptor',
+        );
+      }
+      entry.resolved = resolveService(
+        entry.id,
+        interceptors,
+        this.#invoker(entry),
+        entry.overrides,
+      );
+      entry.interceptors = interceptors;
+      entry.status = 'healthy';
+      entry.refreshedAt = new Date().toISOString();
+      delete entry.lastError;
+      return undefined;
+    } catch (error) {
+      const failure = this.#classify(entry, error);
+      // A service seen before keeps its last descriptors (their failOpen settings govern);
+      // one never seen stays pending.
+      if (entry.status !== 'pending') entry.status = 'unhealthy';
+      entry.lastError = failure.message;
+      return failure;
+    }
+  }
+
+  #classify(entry: Entry, error: unknown): RegistryError {
+    if (error instanceof RegistryError) return error;
+    if (error instanceof FleetError) {
+      switch (error.code) {
+        case 'OVERRIDE_WIDENS_HOOKS':
+          return new RegistryError(400, error.message, error.data ?? {});
+        case 'NOT_AN_INTERCEPTOR_SERVER':
+        case 'INVALID_WIRE_SHAPE':
+          return new RegistryError(
+            422,
+            `${entry.url} is not an interceptor server: ${error.message}`,
+            { url: entry.url },
+          );
+        case 'UNAUTHORIZED':
+          return new RegistryError(502, `${entry.url} refused the credentials`, {
+            url: entry.url,
+            reason: 'unauthorized',
+          });
+        default:
+          return new RegistryError(502, `${entry.url} cannot be reached: ${error.message}`, {
+            url: entry.url,
+          });
+      }
+    }
+    if (error instanceof WireParseError)
+      return new RegistryError(422, error.message, { url: entry.url });
+    if (error instanceof ProtocolError) {
+      return new RegistryError(
+        422,
+        `${entry.url} is not an interceptor server: interceptors/list failed with ${error.code} ${error.message}`,
+        { url: entry.url },
+      );
+    }
+    return new RegistryError(502, `${entry.url} cannot be reached`, { url: entry.url });
+  }
+
+  async #loadPersisted(id: string, json: string): Promise<void> {
+    let persisted: Persisted;
+    try {
+      persisted = JSON.parse(json) as Persisted;
+    } catch {
+      this.#options.log.warn({ service: id }, 'ignoring an unreadable registration in Redis');
+      return;
+    }
+    if (this.#entries.get(id)?.source === 'config') return;
+    const entry = this.#newEntry(
+      { url: persisted.url, token: persisted.token },
+      'admin',
+      persisted.overrides ?? {},
+    );
+    entry.registeredAt = persisted.registeredAt;
+    const failure = await this.#discover(entry);
+    if (failure && persisted.interceptors && persisted.interceptors.length > 0) {
+      // Unreachable from here right now: apply the last known descriptors so their
+      // failOpen settings govern (fail-closed by default) instead of silently dropping them.
+      entry.interceptors = persisted.interceptors;
+      entry.resolved = resolveService(
+        entry.id,
+        persisted.interceptors,
+        this.#invoker(entry),
+        entry.overrides,
+      );
+      entry.status = 'unhealthy';
+    }
+    await this.#replace(entry);
+  }
+
+  /**
+   * Put `entry` in force, then close the one it replaces: the chain never points at a
+   * closed connection, and requests still running on the old one finish first.
+   */
+  async #replace(entry: Entry): Promise<void> {
+    const old = this.#entries.get(entry.id);
+    this.#entries.set(entry.id, entry);
+    this.#rebuild();
+    if (old && old !== entry) await old.remote.close();
+  }
+
+  async #onEvent(message: string): Promise<void> {
+    try {
+      const event = JSON.parse(message) as { op: 'upsert' | 'delete'; id: string; origin?: string };
+      if (event.origin === this.#origin) return;
+      if (event.op === 'delete') {
+        const entry = this.#entries.get(event.id);
+        if (entry && entry.source === 'admin') {
+          this.#entries.delete(event.id);
+          this.#rebuild();
+          await entry.remote.close();
+        }
+      } else {
+        const json = await this.#options.redis?.hget(this.#hashKey, event.id);
+        if (json) await this.#loadPersisted(event.id, json);
+      }
+    } catch (error) {
+      this.#options.log.warn({ err: String(error) }, 'could not apply a registry event');
+    }
+  }
+
+  async #publish(op: 'upsert' | 'delete', id: string): Promise<void> {
+    await this.#options.redis?.publish(
+      this.#channel,
+      JSON.stringify({ op, id, origin: this.#origin }),
+    );
+  }
+
+  /**
+   * Register a service at runtime.
+   * @throws {RegistryError} 400 bad overrides, 422 not an interceptor server, 502 unreachable, 503 no Redis.
+   */
+  async register(registration: Registration): Promise<{ created: boolean; service: ServiceView }> {
+    let overrides: ServiceOverrides;
+    try {
+      overrides = parseServiceOverrides(registration.overrides);
+    } catch (error) {
+      throw new RegistryError(400, (error as Error).message, { field: 'overrides' });
+    }
+    const redis = this.#options.redis;
+    if (!redis) throw new RegistryError(503, 'runtime registration needs Redis (REDIS_URL)');
+    const id = serviceIdOf(registration.url);
+    const existing = this.#entries.get(id);
+    if (existing?.source === 'config') return { created: false, service: this.#view(existing) };
+    const entry = this.#newEntry(registration, 'admin', overrides);
+    const failure = await this.#discover(entry);
+    if (failure) {
+      await entry.remote.close();
+      throw failure;
+    }
+    entry.registeredAt = existing?.registeredAt ?? new Date().toISOString();
+    const persisted: Persisted = {
+      url: entry.url,
+      overrides,
+      registeredAt: entry.registeredAt,
+      interceptors: entry.interceptors,
+    };
+    if (entry.token) persisted.token = entry.token;
+    try {
+      await redis.hset(this.#hashKey, id, JSON.stringify(persisted));
+      await this.#publish('upsert', id);
+    } catch (error) {
+      await entry.remote.close();
+      throw new RegistryError(
+        503,
+        `could not persist the registration: ${(error as Error).message}`,
+      );
+    }
+    await this.#replace(entry);
+    return { created: existing === undefined, service: this.#view(entry) };
+  }
+
+  /** @throws {RegistryError} 404 unknown, 409 from config. */
+  async unregister(id: string): Promise<void> {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new RegistryError(404, `no service with id "${id}"`, { id });
+    if (entry.source === 'config')
+      throw new RegistryError(
+        409,
+        `service "${id}" comes from the config file and cannot be removed at runtime`,
+        { id },
+      );
+    await this.#options.redis?.hdel(this.#hashKey, id);
+    await this.#publish('delete', id);
+    this.#entries.delete(id);
+    this.#rebuild();
+    await entry.remote.close();
+  }
+
+  /** Re-discover one service now. @throws {RegistryError} */
+  async refresh(id: string): Promise<ServiceView> {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new RegistryError(404, `no service with id "${id}"`, { id });
+    const failure = await this.#discover(entry);
+    this.#rebuild();
+    if (failure) throw failure;
+    if (entry.source === 'admin' && this.#options.redis) {
+      const persisted: Persisted = {
+        url: entry.url,
+        overrides: entry.overrides,
+        registeredAt: entry.registeredAt ?? new Date().toISOString(),
+        interceptors: entry.interceptors,
+      };
+      if (entry.token) persisted.token = entry.token;
+      await this.#options.redis.hset(this.#hashKey, id, JSON.stringify(persisted));
+      await this.#publish('upsert', id);
+    }
+    return this.#view(entry);
+  }
+
+  /** Every registered service. */
+  list(): ServiceView[] {
+    return [...this.#entries.values()].map((e) => this.#view(e));
+  }
+
+  #view(entry: Entry): ServiceView {
+    const view: ServiceView = {
+      id: entry.id,
+      url: entry.url,
+      source: entry.source,
+      status: entry.status,
+      interceptors: entry.interceptors,
+      overrides: entry.overrides,
+    };
+    if (entry.lastError) view.lastError = entry.lastError;
+    if (entry.registeredAt) view.registeredAt = entry.registeredAt;
+    if (entry.refreshedAt) view.refreshedAt = entry.refreshedAt;
+    return view;
+  }
+
+  /** The plan for (event, phase), cached until the registry changes. */
+  plan(event: string, phase: Phase, protocolVersion?: string): ChainPlan {
+    const key = `${event}\u0000${phase}\u0000${protocolVersion ?? ''}`;
+    let plan = this.#plans.get(key);
+    if (!plan) {
+      if (this.#plans.size >= MAX_PLANS) this.#plans.clear();
+      plan = planChain(
+        this.#chain,
+        event,
+        phase,
+        protocolVersion === undefined ? {} : { protocolVersion },
+      );
+      this.#plans.set(key, plan);
+    }
+    return plan;
+  }
+
+  /** Every interceptor in the effective chain (for tests and the admin API). */
+  interceptors(): readonly ChainInterceptor[] {
+    return this.#chain;
+  }
+
+  #rebuild(): void {
+    const chain: ChainInterceptor[] = [];
+    for (const entry of this.#entries.values()) chain.push(...entry.resolved);
+    this.#chain = chain;
+    this.#plans.clear();
+    for (const listener of this.#listeners) {
+      try {
+        listener();
+      } catch {
+        // A listener never breaks the registry.
+      }
+    }
+  }
+
+  async #healthCheck(): Promise<void> {
+    let changed = false;
+    for (const entry of this.#entries.values()) {
+      const before = JSON.stringify([entry.status, entry.interceptors]);
+      await this.#discover(entry);
+      if (JSON.stringify([entry.status, entry.interceptors]) !== before) changed = true;
+    }
+    if (changed) this.#rebuild();
+  }
+
+  /** Stop background work and close every connection. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    await Promise.all([...this.#entries.values()].map((e) => e.remote.close()));
+  }
+}

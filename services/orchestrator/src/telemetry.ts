@@ -1,0 +1,136 @@
+/**
+ * The gateway's tracer and instruments, on `@opentelemetry/api` only (the service's main
+ * wires the SDK). Every recording is wrapped so telemetry never breaks a request.
+ */
+import type { ChainResult, InvocationOutcome, Invoker } from '@fleet/core';
+import {
+  type Counter,
+  type Histogram,
+  metrics,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+
+/** Tracer and metric recorders used by the gateway. */
+export interface GatewayTelemetry {
+  tracer: Tracer;
+  recordRequest(method: string, status: string, durationMs: number): void;
+  recordChain(result: ChainResult): void;
+  recordInvocation(outcome: InvocationOutcome): void;
+  recordBackend(backend: string, method: string, durationMs: number): void;
+}
+
+const LATENCY_BUCKETS_MS = [
+  0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
+];
+
+function guard(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Telemetry never breaks a request.
+  }
+}
+
+/** Build the gateway's telemetry from the global OpenTelemetry API. */
+export function createGatewayTelemetry(): GatewayTelemetry {
+  const meter = metrics.getMeter('@fleet/orchestrator');
+  const histogram = (name: string, description: string): Histogram =>
+    meter.createHistogram(name, {
+      unit: 'ms',
+      description,
+      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_MS },
+    });
+  const request = histogram('fleet.request.duration', 'MCP request duration at the gateway');
+  const chain = histogram('fleet.chain.duration', 'Duration of one chain phase');
+  const invocation = histogram(
+    'fleet.interceptor.duration',
+    'Duration of one interceptor invocation',
+  );
+  const backend = histogram('fleet.backend.duration', 'Duration of one backend call');
+  const aborts: Counter = meter.createCounter('fleet.chain.aborts', {
+    description: 'Chain aborts by type and interceptor',
+  });
+  return {
+    tracer: trace.getTracer('@fleet/orchestrator'),
+    recordRequest: (method, status, durationMs) =>
+      guard(() => request.record(durationMs, { 'mcp.method.name': method, status })),
+    recordChain: (result) =>
+      guard(() => {
+        chain.record(result.totalDurationMs, {
+          'fleet.chain.event': result.event,
+          'fleet.chain.phase': result.phase,
+          'fleet.chain.status': result.status,
+        });
+        for (const abort of result.abortedAt)
+          aborts.add(1, { type: abort.type, 'fleet.interceptor.name': abort.interceptor });
+      }),
+    recordInvocation: (o) =>
+      guard(() =>
+        invocation.record(o.durationMs, {
+          'fleet.interceptor.name': o.interceptor,
+          'fleet.interceptor.type': o.type,
+          'fleet.interceptor.mode': o.mode,
+          'fleet.interceptor.outcome': o.outcome,
+        }),
+      ),
+    recordBackend: (id, method, durationMs) =>
+      guard(() =>
+        backend.record(durationMs, { 'fleet.backend.id': id, 'mcp.method.name': method }),
+      ),
+  };
+}
+
+/**
+ * Wrap a service's invoker so each invocation runs in a CLIENT span named after the
+ * interceptor; the remote call then carries that span's trace context to the service.
+ */
+export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Tracer): Invoker {
+  return {
+    invoke: (params, options) =>
+      tracer.startActiveSpan(
+        `interceptor ${params.name}`,
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'fleet.interceptor.name': params.name,
+            'fleet.interceptor.service': serviceId,
+            'fleet.chain.phase': params.phase,
+            'fleet.chain.event': params.event,
+          },
+        },
+        async (span) => {
+          try {
+            const result = (await invoker.invoke(params, options)) as
+              | { valid?: unknown; modified?: unknown; severity?: unknown }
+              | undefined;
+            guard(() => {
+              const outcome =
+                result?.valid === true
+                  ? 'allowed'
+                  : result?.valid === false
+                    ? result.severity === 'warn' || result.severity === 'info'
+                      ? 'warned'
+                      : 'denied'
+                    : result?.modified === true
+                      ? 'modified'
+                      : 'unchanged';
+              span.setAttribute('fleet.interceptor.outcome', outcome);
+            });
+            return result;
+          } catch (error) {
+            guard(() => {
+              span.setAttribute('fleet.interceptor.outcome', 'failed');
+              span.recordException(error as Error);
+              span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+            });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      ),
+  };
+}

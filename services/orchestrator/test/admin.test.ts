@@ -1,0 +1,189 @@
+/**
+ * The admin API and runtime registration: persisted in Redis, propagated to a second
+ * replica sharing it, with the status codes of DESIGN.md §3.
+ */
+import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
+import { startHttpBackend } from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { serviceIdOf } from '../src/app.ts';
+import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+
+const ADMIN = 'admin-token-123';
+
+function admin(base: string, path: string, init: RequestInit = {}, token = ADMIN) {
+  return fetch(`${base}/admin${path}`, {
+    ...init,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${token}`,
+      ...(init.headers as Record<string, string>),
+    },
+  });
+}
+
+const shout = defineMutator({
+  name: 'shout',
+  hooks: [{ events: ['tools/call'], phase: 'request' }],
+  priorityHint: 5,
+  handler: (payload) => {
+    const p = payload as { arguments?: { text?: string } };
+    return modified({
+      ...p,
+      arguments: { ...p.arguments, text: `${p.arguments?.text ?? ''}`.toUpperCase() },
+    });
+  },
+});
+
+const gate = defineValidator({
+  name: 'gate',
+  hooks: [{ events: ['tools/*'], phase: 'request' }],
+  handler: () => allow(),
+});
+
+describe('admin API', () => {
+  it('registers at runtime, changes the chain of this and of a second replica, and unregisters', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const service = await serveInterceptors([shout]);
+    const config = `backends:\n  - {id: fx, url: "${backend.url}"}\n`;
+    const one = await startGateway(config, { adminToken: ADMIN });
+    const two = await startGateway(config, { adminToken: ADMIN, prefix: one.prefix });
+    const c1 = await connectClient(one.mcpUrl);
+    const c2 = await connectClient(two.mcpUrl);
+    expect(textOf(await c1.callTool({ name: 'echo', arguments: { text: 'quiet' } }))).toBe(
+      '[fx] quiet',
+    );
+
+    const created = await admin(one.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url }),
+    });
+    expect(created.status).toBe(201);
+    const body = (await created.json()) as {
+      id: string;
+      url: string;
+      interceptors: Array<{ name: string }>;
+    };
+    expect(body.id).toBe(serviceIdOf(service.url));
+    expect(body.interceptors.map((i) => i.name)).toEqual(['shout']);
+
+    const again = await admin(one.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url }),
+    });
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { id: string }).id).toBe(body.id);
+
+    expect(textOf(await c1.callTool({ name: 'echo', arguments: { text: 'quiet' } }))).toBe(
+      '[fx] QUIET',
+    );
+    // The other replica learns about it over Redis pub/sub, without restart.
+    const deadline = Date.now() + 5000;
+    let seen = '';
+    while (Date.now() < deadline) {
+      seen = textOf(await c2.callTool({ name: 'echo', arguments: { text: 'quiet' } }));
+      if (seen === '[fx] QUIET') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(seen).toBe('[fx] QUIET');
+
+    const chain = await (await admin(two.base, '/chain?event=tools/call&phase=request')).json();
+    expect(chain).toEqual({
+      event: 'tools/call',
+      phase: 'request',
+      stages: [
+        {
+          kind: 'mutators',
+          interceptors: [
+            {
+              name: 'shout',
+              service: body.id,
+              type: 'mutation',
+              mode: 'active',
+              priority: 5,
+              failOpen: false,
+              timeoutMs: null,
+            },
+          ],
+        },
+      ],
+    });
+
+    const removed = await admin(one.base, `/services/${body.id}`, { method: 'DELETE' });
+    expect(removed.status).toBe(204);
+    const until = Date.now() + 5000;
+    while (Date.now() < until) {
+      seen = textOf(await c2.callTool({ name: 'echo', arguments: { text: 'quiet' } }));
+      if (seen === '[fx] quiet') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(seen).toBe('[fx] quiet');
+  });
+
+  it('lists config services, refuses to remove them, and refreshes', async () => {
+    const service = await serveInterceptors([gate]);
+    const gw = await startGateway(`interceptors:\n  - url: "${service.url}"\n`, {
+      adminToken: ADMIN,
+    });
+    const listed = (await (await admin(gw.base, '/services')).json()) as {
+      services: Array<{ id: string; source: string; status: string }>;
+    };
+    expect(listed.services).toEqual([
+      expect.objectContaining({
+        id: serviceIdOf(service.url),
+        source: 'config',
+        status: 'healthy',
+      }),
+    ]);
+    const id = listed.services[0]?.id ?? '';
+    expect((await admin(gw.base, `/services/${id}`, { method: 'DELETE' })).status).toBe(409);
+    expect((await admin(gw.base, '/services/nope', { method: 'DELETE' })).status).toBe(404);
+    const refreshed = await admin(gw.base, `/services/${id}/refresh`, { method: 'POST' });
+    expect(refreshed.status).toBe(200);
+    expect(((await refreshed.json()) as { interceptors: unknown[] }).interceptors).toHaveLength(1);
+  });
+
+  it.each([
+    ['a malformed body', 400, () => ({ url: 42 })],
+    ['a non-http URL', 400, () => ({ url: 'ftp://example.com/mcp' })],
+    [
+      'overrides that widen hooks',
+      400,
+      (url: string) => ({
+        url,
+        overrides: { gate: { hooks: [{ events: ['*'], phase: 'response' }] } },
+      }),
+    ],
+    ['an unreachable URL', 502, () => ({ url: 'http://127.0.0.1:9/mcp' })],
+  ] as const)('answers %s with %i', async (_what, status, body) => {
+    const service = await serveInterceptors([gate]);
+    const gw = await startGateway('', { adminToken: ADMIN });
+    const res = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify(body(service.url)),
+    });
+    expect(res.status).toBe(status);
+    expect(((await res.json()) as { error: string }).error).toEqual(expect.any(String));
+    expect(
+      ((await (await admin(gw.base, '/services')).json()) as { services: unknown[] }).services,
+    ).toEqual([]);
+  });
+
+  it('answers 422 for an MCP server that is not an interceptor server', async () => {
+    const backend = await startHttpBackend({ name: 'plain' });
+    defer(() => backend.close());
+    const gw = await startGateway('', { adminToken: ADMIN });
+    const res = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: backend.url }),
+    });
+    expect(res.status).toBe(422);
+  });
+
+  it('requires the admin token', async () => {
+    const gw = await startGateway('', { adminToken: ADMIN });
+    expect((await admin(gw.base, '/services', {}, 'wrong')).status).toBe(401);
+    expect((await fetch(`${gw.base}/admin/services`)).status).toBe(401);
+    expect((await admin(gw.base, '/chain?phase=sideways')).status).toBe(400);
+  });
+});

@@ -1,0 +1,140 @@
+/** Test harness: a real orchestrator on 127.0.0.1:0 with real Redis, real clients, cleanup. */
+import { randomUUID } from 'node:crypto';
+import {
+  createInterceptorHost,
+  createInterceptorHttpApp,
+  type Interceptor,
+  type InterceptorHttpOptions,
+  listen,
+} from '@fleet/interceptor-kit';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
+import {
+  type ChainExecution,
+  createOrchestrator,
+  type Orchestrator,
+  parseConfig,
+  silentLogger,
+} from '../src/app.ts';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+
+/** Run `fn` after the current test (last registered runs first). */
+export function defer(fn: () => Promise<unknown>): void {
+  cleanups.push(fn);
+}
+
+afterEach(async () => {
+  while (cleanups.length > 0)
+    await cleanups
+      .pop()?.()
+      .catch(() => undefined);
+});
+
+/** A running orchestrator. */
+export interface TestGateway {
+  base: string;
+  mcpUrl: string;
+  orchestrator: Orchestrator;
+  executions: ChainExecution[];
+  prefix: string;
+}
+
+/** Options for {@link startGateway}. */
+export interface StartGatewayOptions {
+  /** Use Redis (registry persistence and pub/sub). Default true. */
+  redis?: boolean;
+  /** Share a registry prefix with another gateway (replicas). */
+  prefix?: string;
+  adminToken?: string;
+}
+
+/** Start an orchestrator with `configText` (YAML) on a free loopback port. */
+export async function startGateway(
+  configText: string,
+  options: StartGatewayOptions = {},
+): Promise<TestGateway> {
+  const prefix = options.prefix ?? `test-${randomUUID()}`;
+  const config = parseConfig(
+    `${configText}\nregistry: {prefix: ${prefix}, healthIntervalMs: 200}\n`,
+  );
+  const useRedis = options.redis ?? true;
+  const redis = useRedis
+    ? new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: false })
+    : undefined;
+  const subscriber = useRedis ? new Redis({ host: '127.0.0.1', port: 6379 }) : undefined;
+  const executions: ChainExecution[] = [];
+  const orchestrator = createOrchestrator({
+    config,
+    log: silentLogger,
+    redis,
+    subscriber,
+    adminToken: options.adminToken,
+    observer: { chainExecuted: (e) => executions.push(e) },
+  });
+  await orchestrator.start();
+  const listening = await listen(orchestrator.listener, {
+    service: 'orchestrator',
+    announce: false,
+  });
+  defer(async () => {
+    await listening.close(100);
+    await orchestrator.close();
+    if (redis) {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0 && options.prefix === undefined) await redis.del(...keys);
+      redis.disconnect();
+    }
+    subscriber?.disconnect();
+  });
+  return { base: listening.url, mcpUrl: `${listening.url}/mcp`, orchestrator, executions, prefix };
+}
+
+/** Serve kit interceptors on a free loopback port; returns the `/mcp` URL and a stop function. */
+export async function serveInterceptors(
+  interceptors: Interceptor[],
+  options: Partial<InterceptorHttpOptions> = {},
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const host = createInterceptorHost(interceptors);
+  const { listener } = createInterceptorHttpApp(host, { name: 'test-interceptors', ...options });
+  const listening = await listen(listener, { service: 'test', announce: false });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    listening.server.closeAllConnections();
+    await listening.close(0);
+  };
+  defer(stop);
+  return { url: `${listening.url}/mcp`, stop };
+}
+
+/** An MCP SDK client connected to `url`. */
+export async function connectClient(
+  url: string,
+  options: {
+    headers?: Record<string, string>;
+    capabilities?: Record<string, unknown>;
+    name?: string;
+  } = {},
+): Promise<Client> {
+  const client = new Client(
+    { name: options.name ?? 'test-client', version: '1.0.0' },
+    { capabilities: options.capabilities ?? {} },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: options.headers ?? {} },
+    }),
+  );
+  defer(() => client.close());
+  return client;
+}
+
+/** The text of the first text content item of a tool result. */
+export function textOf(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.find((c) => c.type === 'text')?.text ?? '';
+}

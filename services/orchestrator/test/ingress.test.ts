@@ -1,0 +1,180 @@
+/** Ingress guards: batches, body limit, Host/Origin (DNS rebinding), auth, session binding. */
+import { request } from 'node:http';
+import { allow, defineValidator } from '@fleet/interceptor-kit';
+import { startHttpBackend } from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  },
+};
+
+/** A POST through node:http, which (unlike fetch) lets a test set the Host header. */
+async function raw(url: string, body: string, headers: Record<string, string> = {}) {
+  const { status, text } = await new Promise<{ status: number; text: string }>(
+    (resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'content-length': Buffer.byteLength(body),
+            ...headers,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    },
+  );
+  let json: { jsonrpc?: string; id?: unknown; error?: { code: number; message: string } } = {};
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // SSE or empty
+  }
+  return { status, json, text };
+}
+
+async function gateway(extra = '') {
+  const backend = await startHttpBackend({ name: 'fx' });
+  defer(() => backend.close());
+  return startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n${extra}`, { redis: false });
+}
+
+describe('ingress guards', () => {
+  it.each([
+    ['a JSON-RPC batch', JSON.stringify([INIT]), {}, 400, -32600],
+    ['invalid JSON', '{"jsonrpc":', {}, 400, -32700],
+    ['a bad Host header', JSON.stringify(INIT), { host: 'evil.example.com' }, 403, -32600],
+    ['a foreign Origin', JSON.stringify(INIT), { origin: 'https://evil.example.com' }, 403, -32600],
+    [
+      'a request before initialize',
+      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      {},
+      400,
+      -32600,
+    ],
+    [
+      'an unknown session',
+      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      { 'mcp-session-id': 'nope' },
+      404,
+      -32600,
+    ],
+  ])('refuses %s', async (_what, body, headers, status, code) => {
+    const gw = await gateway();
+    const res = await raw(gw.mcpUrl, body, headers);
+    expect(res.status).toBe(status);
+    expect(res.json.jsonrpc).toBe('2.0');
+    expect(res.json.error?.code).toBe(code);
+    expect(res.json).not.toHaveProperty('id', null);
+  });
+
+  it('refuses an oversized body with 413 and -32600', async () => {
+    const gw = await gateway('limits: {maxBodyBytes: 1024}\n');
+    const res = await raw(
+      gw.mcpUrl,
+      JSON.stringify({ ...INIT, params: { ...INIT.params, pad: 'x'.repeat(5000) } }),
+    );
+    expect(res.status).toBe(413);
+    expect(res.json.error?.code).toBe(-32600);
+    // The gateway still serves the next good request.
+    const client = await connectClient(gw.mcpUrl);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toBe(
+      '[fx] ok',
+    );
+  });
+
+  it('accepts a loopback Origin and configured hosts', async () => {
+    const gw = await gateway('security: {allowedHosts: ["gateway.internal"]}\n');
+    expect(
+      (await raw(gw.mcpUrl, JSON.stringify(INIT), { origin: 'http://localhost:6274' })).status,
+    ).toBe(200);
+    expect((await raw(gw.mcpUrl, JSON.stringify(INIT), { host: 'gateway.internal' })).status).toBe(
+      200,
+    );
+  });
+});
+
+describe('token auth', () => {
+  const auth = `auth:
+  mode: tokens
+  tokens:
+    - {token: alice-token-123, principal: {type: user, id: alice, claims: {roles: [admin]}}}
+    - {token: bob-token-12345, principal: {type: user, id: bob}}
+`;
+
+  it('refuses missing or wrong tokens with 401 and a JSON-RPC body', async () => {
+    const gw = await gateway(auth);
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer wrong-token-000' },
+      { authorization: 'Basic abc' },
+    ];
+    for (const headers of attempts) {
+      const res = await raw(gw.mcpUrl, JSON.stringify(INIT), headers);
+      expect(res.status).toBe(401);
+      expect(res.json.error?.code).toBe(-32600);
+    }
+  });
+
+  it('passes the principal to interceptors and binds a session to it', async () => {
+    const seen: unknown[] = [];
+    const recorder = defineValidator({
+      name: 'recorder',
+      hooks: [{ events: ['tools/call'], phase: 'request' }],
+      handler: (_p, ctx) => {
+        seen.push(ctx.context.principal);
+        return allow();
+      },
+    });
+    const service = await serveInterceptors([recorder]);
+    const gw = await gateway(`${auth}interceptors:\n  - url: "${service.url}"\n`);
+    const alice = await connectClient(gw.mcpUrl, {
+      headers: { authorization: 'Bearer alice-token-123' },
+    });
+    await alice.callTool({ name: 'echo', arguments: { text: 'x' } });
+    expect(seen[0]).toEqual({ type: 'user', id: 'alice', claims: { roles: ['admin'] } });
+
+    // Bob cannot ride on Alice's session.
+    const init = await fetch(gw.mcpUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: 'Bearer alice-token-123',
+      },
+      body: JSON.stringify(INIT),
+    });
+    const sessionId = init.headers.get('mcp-session-id') ?? '';
+    await init.text();
+    expect(sessionId).not.toBe('');
+    const hijack = await raw(
+      gw.mcpUrl,
+      JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+      {
+        authorization: 'Bearer bob-token-12345',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+      },
+    );
+    expect(hijack.status).toBe(403);
+  });
+});

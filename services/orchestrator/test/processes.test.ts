@@ -1,0 +1,109 @@
+/**
+ * The orchestrator as a real process (`main.ts`), with an interceptor service process and a
+ * backend: one trace id across all of them, collected by an in-test OTLP receiver, and the
+ * backend receiving the same trace context; graceful SIGTERM.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startOtlpReceiver } from '@fleet/telemetry/testing';
+import {
+  fixtureCommand,
+  sourceCommand,
+  startHttpBackend,
+  startServiceProcess,
+} from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { connectClient, defer } from './harness.ts';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+describe('orchestrator process', () => {
+  it('carries one trace across orchestrator, interceptor service and backend', async () => {
+    const receiver = await startOtlpReceiver();
+    defer(() => receiver.close());
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' };
+    const probeCommand = fixtureCommand('probe-interceptors');
+    const probe = await startServiceProcess({
+      ...probeCommand,
+      env: { PORT: '0', OTEL_SERVICE_NAME: 'probe', ...otel },
+    });
+    defer(() => probe.stop());
+
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    const configPath = join(dir, 'fleet.yaml');
+    const prefix = `proc-${Date.now()}`;
+    writeFileSync(
+      configPath,
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${probe.url}/mcp"\nregistry: {prefix: ${prefix}}\n`,
+    );
+    const main = sourceCommand(MAIN);
+    const orchestrator = await startServiceProcess({
+      ...main,
+      cwd: dir,
+      env: {
+        PORT: '0',
+        FLEET_CONFIG: configPath,
+        OTEL_SERVICE_NAME: 'orchestrator',
+        LOG_LEVEL: 'warn',
+        ...otel,
+      },
+    });
+    defer(() => orchestrator.stop());
+    expect(orchestrator.service).toBe('orchestrator');
+
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const client = await connectClient(`${orchestrator.url}/mcp`, {
+      headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` },
+    });
+    const result = await client.callTool({ name: 'get_headers', arguments: {} });
+    const headers = (result.structuredContent as { headers: Record<string, string> }).headers;
+    expect(headers.traceparent?.split('-')[1]).toBe(traceId);
+
+    await receiver.waitFor((spans) => {
+      const services = new Set(
+        spans.filter((s) => s.traceId === traceId).map((s) => s.serviceName),
+      );
+      return services.has('orchestrator') && services.has('probe');
+    }, 15_000);
+    const spans = receiver.spans().filter((s) => s.traceId === traceId);
+    const root = spans.find((s) => s.serviceName === 'orchestrator' && s.name === 'tools/call');
+    expect(root?.parentSpanId).toBe('b7ad6b7169203331');
+    const probeSpans = spans.filter((s) => s.serviceName === 'probe');
+    expect(probeSpans.length).toBeGreaterThanOrEqual(2); // request and response phase
+    const orchestratorSpanIds = new Set(
+      spans.filter((s) => s.serviceName === 'orchestrator').map((s) => s.spanId),
+    );
+    for (const span of probeSpans)
+      expect(orchestratorSpanIds.has(span.parentSpanId ?? '')).toBe(true);
+    expect(
+      spans.some((s) => s.serviceName === 'orchestrator' && s.name === 'interceptor probe'),
+    ).toBe(true);
+    expect(
+      spans.some((s) => s.serviceName === 'orchestrator' && s.name.startsWith('chain request')),
+    ).toBe(true);
+
+    const metrics = await (await fetch(`${orchestrator.url}/metrics`)).text();
+    expect(metrics).toContain('fleet_interceptor_duration');
+
+    const exit = await orchestrator.stop('SIGTERM');
+    expect(exit.code).toBe(0);
+  });
+
+  it('refuses a bad config with a message naming the field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    const configPath = join(dir, 'fleet.yaml');
+    writeFileSync(configPath, 'chain: {timeoutMs: -5}\n');
+    const main = sourceCommand(MAIN);
+    const error = await startServiceProcess({
+      ...main,
+      cwd: dir,
+      env: { PORT: '0', FLEET_CONFIG: configPath },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => e);
+    expect(String(error)).toContain('chain.timeoutMs');
+  });
+});
