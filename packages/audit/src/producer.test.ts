@@ -116,6 +116,30 @@ describe('audit producer with Redis up', () => {
     expect(ids(await readJobs(SHARED_REDIS_URL, prefix))).toEqual([good.id]);
   });
 
+  it('takes a record JSON cannot serialise out of its batch and delivers the rest', async () => {
+    const prefix = uniquePrefix();
+    const logger = captureLogger();
+    const audit = await producer({ connection: SHARED_REDIS_URL, prefix, logger });
+    await waitFor(() => audit.metrics().connected, 'the producer to connect');
+    const [before, bad, after] = makeRecords(3) as [AuditRecord, AuditRecord, AuditRecord];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    audit.enqueue(before);
+    audit.enqueue(Object.assign(bad, { principal: { type: 'user', claims: cyclic } }));
+    audit.enqueue(after);
+    await audit.flush();
+
+    expect(ids(await readJobs(SHARED_REDIS_URL, prefix))).toEqual([before.id, after.id]);
+    expect(audit.metrics()).toMatchObject({ rejected: 1, sent: 2, dropped: 0 });
+    expect(logger.entries).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        message: 'audit records rejected',
+        fields: expect.objectContaining({ why: 'not serialisable', ids: [bad.id] }),
+      }),
+    );
+  });
+
   it('replays a journal left by a previous run before newer records', async () => {
     const prefix = uniquePrefix();
     const journalPath = join(await tempDir(), 'nested', 'journal.ndjson');

@@ -245,6 +245,8 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
 
   let state: 'open' | 'closing' | 'closed' = 'open';
   let memory: AuditRecord[] = [];
+  // Records on their way from memory to the journal (a spill being written).
+  let spilling = 0;
   const counters = {
     enqueued: 0,
     journaled: 0,
@@ -315,7 +317,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
       state !== 'closed' && client.status === 'ready' && now >= backoffUntil && now < sendDeadline
     );
   };
-  const hasWork = (): boolean => memory.length > 0 || journal.pending > 0;
+  const hasWork = (): boolean => memory.length > 0 || spilling > 0 || journal.pending > 0;
 
   const reject = (records: readonly unknown[], why: string): void => {
     counters.rejected += records.length;
@@ -385,6 +387,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
         maxBuffered,
       });
     }
+    spilling += records.length;
     try {
       const { written, unserializable } = await journal.append(records);
       counters.journaled += written;
@@ -397,6 +400,8 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
         lostTotal: counters.dropped,
         error: errorFields(error),
       });
+    } finally {
+      spilling -= records.length;
     }
   };
 

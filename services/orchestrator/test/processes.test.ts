@@ -14,6 +14,7 @@ import {
   startHttpBackend,
   startServiceProcess,
 } from '@fleet/test-fixtures';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer } from './harness.ts';
 
@@ -38,8 +39,14 @@ describe('orchestrator process', () => {
     const prefix = `proc-${Date.now()}`;
     writeFileSync(
       configPath,
-      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${probe.url}/mcp"\nregistry: {prefix: ${prefix}}\n`,
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${probe.url}/mcp"\nregistry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\n`,
     );
+    defer(async () => {
+      const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+      const keys = await redis.keys(`*${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
     const main = sourceCommand(MAIN);
     const orchestrator = await startServiceProcess({
       ...main,
