@@ -24,7 +24,6 @@ import {
   ResultSchema,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { context, propagation } from '@opentelemetry/api';
 import {
   BrokenCircuitError,
   BulkheadRejectedError,
@@ -38,6 +37,7 @@ import {
   wrap,
 } from 'cockatiel';
 import type { BackendConfig } from './config.ts';
+import { createPooledFetch } from './http-client.ts';
 import type { Logger } from './logger.ts';
 
 /** A request the backend sends to the client side (sampling, elicitation, roots). */
@@ -75,16 +75,6 @@ function isTransportFailure(error: unknown): boolean {
   return !(error instanceof ProtocolError);
 }
 
-/** A fetch that carries the active W3C trace context to HTTP backends. */
-const tracingFetch: typeof fetch = (input, init) => {
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  if (Object.keys(carrier).length === 0) return fetch(input, init);
-  const headers = new Headers(init?.headers);
-  for (const [k, v] of Object.entries(carrier)) headers.set(k, v);
-  return fetch(input, { ...init, headers });
-};
-
 /** One backend MCP server. */
 export class Backend {
   readonly id: string;
@@ -100,6 +90,7 @@ export class Backend {
   readonly #log: Logger;
   readonly #policy: IPolicy;
   readonly #idempotentPolicy: IPolicy;
+  readonly #http = createPooledFetch();
 
   constructor(config: BackendConfig, hooks: BackendHooks, log: Logger) {
     this.id = config.id;
@@ -156,7 +147,7 @@ export class Backend {
     if (url !== undefined) {
       return new StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers },
-        fetch: tracingFetch,
+        fetch: this.#http.fetch,
       });
     }
     return new StdioClientTransport({
@@ -305,5 +296,6 @@ export class Backend {
     const client = this.#client;
     this.#client = undefined;
     await client?.close().catch(() => undefined);
+    await this.#http.close().catch(() => undefined);
   }
 }

@@ -1,0 +1,151 @@
+/**
+ * `tools/call` of a trivial echo tool, measured in one run on loopback:
+ *   1. direct to the backend,
+ *   2. through the gateway with no interceptors,
+ *   3. through the gateway with three remote interceptors (request validator, request and
+ *      response mutator, audit-mode observer).
+ * Every path uses the same stock MCP SDK client, so differences are what the gateway adds.
+ * Each peer (backend, interceptors, gateways) is its own process.
+ *
+ *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Redis } from 'ioredis';
+
+const quick = process.argv.includes('--quick');
+const WARMUP = quick ? 100 : 500;
+const LATENCY_CALLS = quick ? 300 : 2000;
+const THROUGHPUT_SECONDS = quick ? 2 : 5;
+const CONCURRENCY = 32;
+
+const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
+const started: ServiceProcess[] = [];
+async function start(
+  script: string,
+  env: Record<string, string> = {},
+  cwd?: string,
+  args: string[] = [],
+): Promise<ServiceProcess> {
+  const process_ = await startServiceProcess({
+    ...sourceCommand(script, args),
+    env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
+    ...(cwd ? { cwd } : {}),
+    readyTimeoutMs: 30_000,
+  });
+  started.push(process_);
+  return process_;
+}
+
+const prefix = `bench-${randomUUID().slice(0, 8)}`;
+const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
+const backend = await start(here('./backend.ts'));
+const urls = (
+  await Promise.all(
+    ['0', '1', '2'].map((i) => start(here('./interceptors.ts'), {}, undefined, [i])),
+  )
+).map((p) => `${p.url}/mcp`);
+
+function gatewayConfig(withInterceptors: boolean): string {
+  const path = join(dir, `fleet-${withInterceptors ? 'chain' : 'plain'}.yaml`);
+  const services = withInterceptors
+    ? `interceptors:\n${urls.map((u) => `  - url: "${u}"`).join('\n')}\n`
+    : '';
+  writeFileSync(
+    path,
+    `backends:\n  - {id: bench, url: "${backend.url}", resilience: {maxConcurrent: 256}}\n${services}registry: {prefix: ${prefix}-${withInterceptors}}\naudit: {queue: ${prefix}-audit}\n`,
+  );
+  return path;
+}
+const main = here('../src/main.ts');
+const plain = await start(
+  main,
+  { FLEET_CONFIG: gatewayConfig(false), AUDIT_JOURNAL: join(dir, 'a.ndjson') },
+  dir,
+);
+const chained = await start(
+  main,
+  { FLEET_CONFIG: gatewayConfig(true), AUDIT_JOURNAL: join(dir, 'b.ndjson') },
+  dir,
+);
+
+async function client(url: string): Promise<Client> {
+  const c = new Client({ name: 'bench', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return c;
+}
+
+async function measure(url: string) {
+  const one = await client(url);
+  const call = (c: Client) => c.callTool({ name: 'echo', arguments: { text: 'hello' } });
+  for (let i = 0; i < WARMUP; i++) await call(one);
+  const samples: number[] = [];
+  for (let i = 0; i < LATENCY_CALLS; i++) {
+    const t = process.hrtime.bigint();
+    await call(one);
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  const rate = async (clients: Client[]) => {
+    let count = 0;
+    const until = performance.now() + THROUGHPUT_SECONDS * 1000;
+    const t0 = performance.now();
+    await Promise.all(
+      clients.map(async (c) => {
+        while (performance.now() < until) {
+          await call(c);
+          count++;
+        }
+      }),
+    );
+    return count / ((performance.now() - t0) / 1000);
+  };
+  const c1 = await rate([one]);
+  const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => client(url)));
+  for (const c of many) await call(c);
+  const c32 = await rate(many);
+  await Promise.all([one, ...many].map((c) => c.close()));
+  return {
+    median: samples[Math.floor(samples.length / 2)] ?? 0,
+    p99: samples[Math.floor(samples.length * 0.99)] ?? 0,
+    c1,
+    c32,
+  };
+}
+
+try {
+  const rows = [
+    ['direct to the backend', await measure(backend.url)],
+    ['gateway, no interceptors', await measure(`${plain.url}/mcp`)],
+    ['gateway, 3 remote interceptors', await measure(`${chained.url}/mcp`)],
+  ] as const;
+  const direct = rows[0][1];
+  console.log(
+    `\ntools/call echo on loopback (${LATENCY_CALLS} sequential calls for latency; ${THROUGHPUT_SECONDS} s per throughput run; node ${process.version}, stock SDK client)`,
+  );
+  console.log(
+    `${'path'.padEnd(32)} ${'median ms'.padStart(9)} ${'p99 ms'.padStart(8)} ${'+median'.padStart(8)} ${'+p99'.padStart(7)} ${'calls/s@1'.padStart(10)} ${'calls/s@32'.padStart(11)}`,
+  );
+  for (const [name, r] of rows) {
+    console.log(
+      `${name.padEnd(32)} ${r.median.toFixed(3).padStart(9)} ${r.p99.toFixed(3).padStart(8)} ${(r.median - direct.median).toFixed(3).padStart(8)} ${(r.p99 - direct.p99).toFixed(2).padStart(7)} ${r.c1.toFixed(0).padStart(10)} ${r.c32.toFixed(0).padStart(11)}`,
+    );
+  }
+  const full = rows[2][1];
+  const added = full.median - direct.median;
+  console.log(
+    `\ntargets (3 interceptors): added median <= 1.5 ms: ${added <= 1.5 ? 'met' : 'MISSED'} (${added.toFixed(3)} ms); p99 <= 5 ms: ${full.p99 <= 5 ? 'met' : 'MISSED'} (${full.p99.toFixed(2)} ms); >= 1,500 calls/s: ${full.c32 >= 1500 ? 'met' : 'MISSED'} (${full.c32.toFixed(0)}/s at ${CONCURRENCY} clients)`,
+  );
+} finally {
+  await Promise.all(started.map((p) => p.stop()));
+  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+  const keys = await redis.keys(`*${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+}
