@@ -4,10 +4,8 @@
  * DNS-rebinding protection (Host/Origin), authentication, a body limit, batch rejection,
  * and a session bound to the principal that opened it.
  */
-import { randomUUID } from 'node:crypto';
 import { FleetError, JsonRpcCode, type Principal } from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Authenticator } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
@@ -15,13 +13,14 @@ import type { ClientSession, Gateway } from './gateway.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
+import { SessionTransport } from './session-transport.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const MAX_SESSIONS = 10_000;
 
 interface HttpSession {
   session: ClientSession;
-  transport: StreamableHTTPServerTransport;
+  transport: SessionTransport;
   principal: Principal;
 }
 
@@ -189,21 +188,20 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
     if (sessions.size >= MAX_SESSIONS)
       return reject(res, 503, JsonRpcCode.INTERNAL_ERROR, 'Too many sessions');
     const session = createClientSession(gateway, registry);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        session.id = id;
-        sessions.set(id, { session, transport, principal });
-        gateway.sessions.add(session);
-      },
-    });
+    const transport = new SessionTransport();
     transport.onclose = () => {
       if (session.id) sessions.delete(session.id);
       gateway.sessions.delete(session);
     };
     try {
       await session.server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      transport.handleRequest(req, res, req.body);
+      // The transport assigns the session id while accepting initialize, before it answers.
+      if (transport.sessionId) {
+        session.id = transport.sessionId;
+        sessions.set(transport.sessionId, { session, transport, principal });
+        gateway.sessions.add(session);
+      }
     } catch (error) {
       log.error({ err: String(error) }, 'session start failed');
       if (!res.headersSent) reject(res, 500, JsonRpcCode.INTERNAL_ERROR, 'Internal error');
