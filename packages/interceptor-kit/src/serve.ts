@@ -72,11 +72,11 @@ export async function listen(
 
 /**
  * On SIGTERM or SIGINT run `shutdown` once, then exit 0 (1 if it throws). A second signal
- * exits at once.
+ * exits at once. Returns a function that starts the same shutdown (e.g. when stdin closes).
  */
-export function onShutdown(shutdown: () => Promise<void>): void {
+export function onShutdown(shutdown: () => Promise<void>): (reason?: string) => void {
   let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
+  const handler = (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'shutting down', signal })}\n`);
@@ -92,4 +92,7 @@ export function onShutdown(shutdown: () => Promise<void>): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  return (reason = 'requested') => {
+    if (!stopping) handler(reason);
+  };
 }

@@ -75,6 +75,25 @@ function isTransportFailure(error: unknown): boolean {
   return !(error instanceof ProtocolError);
 }
 
+/**
+ * The error a client sees for a failed backend call: the backend's own JSON-RPC error
+ * passes through with its code, message (without the SDK's "MCP error N:" prefix, which
+ * the client side adds again) and data; a transport failure is -32603 naming the backend.
+ */
+function toBackendError(error: unknown, backend: string): ProtocolError {
+  if (error instanceof McpError) {
+    return new ProtocolError(
+      error.code,
+      error.message.replace(/^MCP error -?\d+: /, ''),
+      error.data,
+      { cause: error },
+    );
+  }
+  if (error instanceof ProtocolError) return error;
+  const message = error instanceof FleetError ? error.message : `backend "${backend}" failed`;
+  return new ProtocolError(-32603, message, { backend, reason: 'unavailable' }, { cause: error });
+}
+
 /** One backend MCP server. */
 export class Backend {
   readonly id: string;
@@ -182,7 +201,18 @@ export class Backend {
         }
       };
       await client.connect(this.#transport(), { timeout: this.config.resilience.timeoutMs });
+      if (this.#closed) {
+        // close() ran while we were connecting: do not leave a child or session behind.
+        await client.close().catch(() => undefined);
+        throw new FleetError('TRANSPORT_ERROR', `backend "${this.id}" is closed`);
+      }
+      const previous = this.#client;
       this.#client = client;
+      if (this.#restartTimer !== undefined) {
+        clearTimeout(this.#restartTimer);
+        this.#restartTimer = undefined;
+      }
+      if (previous && previous !== client) await previous.close().catch(() => undefined);
       this.#capabilities = client.getServerCapabilities();
       this.#restartDelayMs = 500;
       this.#log.info(
@@ -202,6 +232,7 @@ export class Backend {
     this.#restartDelayMs = Math.min(this.#restartDelayMs * 2, 30_000);
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
+      if (this.#client || this.#closed) return; // reconnected on demand meanwhile
       this.#connect().catch((error: unknown) => {
         this.#log.warn(
           { backend: this.id, err: String(error), retryInMs: this.#restartDelayMs },
@@ -276,7 +307,7 @@ export class Backend {
           reason: 'overloaded',
         });
       }
-      throw error;
+      throw toBackendError(error, this.id);
     }
   }
 

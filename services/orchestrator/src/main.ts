@@ -8,6 +8,7 @@
  * (redis://127.0.0.1:6379), FLEET_ADMIN_TOKEN, LOG_LEVEL (info), AUDIT_JOURNAL
  * (.fleet/orchestrator-audit.ndjson), standard OTEL_* variables.
  */
+import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { createAuditProducer } from '@fleet/audit';
@@ -44,6 +45,11 @@ const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT)
 if (!Number.isInteger(port) || port < 0 || port > 65535)
   fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
 
+if (stdio) {
+  // stdout carries the MCP session: anything else that prints (e.g. the console span
+  // exporter) must go to stderr.
+  globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+}
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(env, { serviceName: 'orchestrator', serviceVersion: '0.1.0' }),
 );
@@ -94,7 +100,7 @@ if (stdio) {
   stopListening = () => listening.close();
 }
 
-onShutdown(async () => {
+const shutdown = onShutdown(async () => {
   // Stop accepting, end the sessions (their SSE streams would hold the server open), then
   // wait for in-flight requests to finish.
   const drained = stopListening();
@@ -108,3 +114,9 @@ onShutdown(async () => {
   subscriber.disconnect();
   await telemetry.shutdown();
 });
+
+if (stdio) {
+  // The client closing our stdin ends the session: shut down like on SIGTERM.
+  process.stdin.once('end', () => shutdown('stdin closed'));
+  process.stdin.once('close', () => shutdown('stdin closed'));
+}

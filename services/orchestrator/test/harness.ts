@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import {
   type ChainExecution,
+  type ChainObserver,
   createOrchestrator,
   type Orchestrator,
   parseConfig,
@@ -49,6 +50,8 @@ export interface StartGatewayOptions {
   /** Share a registry prefix with another gateway (replicas). */
   prefix?: string;
   adminToken?: string;
+  /** Also receives every chain execution (e.g. the real audit observer). */
+  observer?: ChainObserver;
 }
 
 /** Start an orchestrator with `configText` (YAML) on a free loopback port. */
@@ -72,7 +75,12 @@ export async function startGateway(
     redis,
     subscriber,
     adminToken: options.adminToken,
-    observer: { chainExecuted: (e) => executions.push(e) },
+    observer: {
+      chainExecuted: (e) => {
+        executions.push(e);
+        options.observer?.chainExecuted(e);
+      },
+    },
   });
   await orchestrator.start();
   const listening = await listen(orchestrator.listener, {
@@ -137,4 +145,17 @@ export async function connectClient(
 export function textOf(result: unknown): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
   return content.find((c) => c.type === 'text')?.text ?? '';
+}
+
+/** Poll `check` every 25 ms until it holds; fails after `timeoutMs` naming `what`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

@@ -1,0 +1,243 @@
+/**
+ * The real audit path of the gateway: chain executions → audit observer → BullMQ producer →
+ * Redis. Reads the jobs back from the queue and checks what an auditor relies on: one record
+ * per chain phase, the client's trace id, decisions and statuses, interceptor results with
+ * durations, abort reasons, target, backend and principal — and no argument value anywhere.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type AuditProducer,
+  type AuditRecord,
+  createAuditProducer,
+  parseAuditRecord,
+} from '@fleet/audit';
+import { allow, defineValidator, deny } from '@fleet/interceptor-kit';
+import { startHttpBackend } from '@fleet/test-fixtures';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { createAuditObserver } from '../src/audit.ts';
+import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const TOKEN = 'audit-test-token-123';
+/** Appears in call arguments only; it must never reach the audit queue. */
+const MARKER = `SECRET-ARG-${randomUUID()}`;
+
+const guard = defineValidator({
+  name: 'guard',
+  hooks: [{ events: ['tools/call'], phase: 'request' }],
+  handler: (payload) =>
+    JSON.stringify(payload).includes('deny-me')
+      ? deny('denied by the guard', { path: 'arguments.text' })
+      : allow(),
+});
+
+const inspector = defineValidator({
+  name: 'inspector',
+  hooks: [{ events: ['tools/call'], phase: 'response' }],
+  handler: () => allow(),
+});
+
+/** Every value stored under `prefix` in Redis, whatever the key type. */
+async function everythingStored(redis: Redis, prefix: string): Promise<string> {
+  const parts: string[] = [];
+  for (const key of await redis.keys(`${prefix}:*`)) {
+    parts.push(key);
+    const type = await redis.type(key);
+    if (type === 'string') parts.push(String(await redis.get(key)));
+    else if (type === 'hash') parts.push(JSON.stringify(await redis.hgetall(key)));
+    else if (type === 'list') parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
+    else if (type === 'set') parts.push(JSON.stringify(await redis.smembers(key)));
+    else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, '0', '-1')));
+    else if (type === 'stream') parts.push(JSON.stringify(await redis.xrange(key, '-', '+')));
+  }
+  return parts.join('\n');
+}
+
+function traceparentFor(traceId: string): string {
+  return `00-${traceId}-${randomUUID().replaceAll('-', '').slice(0, 16)}-01`;
+}
+
+function newTraceId(): string {
+  return randomUUID().replaceAll('-', '');
+}
+
+describe('audit records in the queue', () => {
+  it('writes one record per chain phase with decisions, reasons, timings and no payloads', async () => {
+    const queueName = `audit-${randomUUID()}`;
+    const bullPrefix = `test-audit-${randomUUID()}`;
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-audit-'));
+    const redis = new Redis(REDIS_URL);
+    defer(async () => {
+      const keys = await redis.keys(`${bullPrefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const producer: AuditProducer = createAuditProducer({
+      connection: REDIS_URL,
+      queue: queueName,
+      prefix: bullPrefix,
+      journalPath: join(dir, 'journal.ndjson'),
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    defer(() => producer.close());
+
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const service = await serveInterceptors([guard, inspector]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}
+interceptors:\n  - url: "${service.url}"
+auth:
+  mode: tokens
+  tokens:
+    - {token: ${TOKEN}, principal: {type: user, id: auditor-alice, claims: {team: red}}}
+`,
+      { redis: false, observer: createAuditObserver(producer) },
+    );
+
+    // One client (and trace) per call, each with its own W3C traceparent.
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const traceId = newTraceId();
+      const client = await connectClient(gateway.mcpUrl, {
+        headers: { authorization: `Bearer ${TOKEN}`, traceparent: traceparentFor(traceId) },
+      });
+      const outcome = await client.callTool({ name, arguments: args }).then(
+        (result) => ({ result }),
+        (error: unknown) => ({ error }),
+      );
+      return { traceId, outcome };
+    };
+    const allowed = await call('echo', { text: `hello ${MARKER}` });
+    expect('result' in allowed.outcome && textOf(allowed.outcome.result)).toBe(
+      `[fx] hello ${MARKER}`,
+    );
+    const denied = await call('echo', { text: `deny-me ${MARKER}` });
+    expect('error' in denied.outcome && (denied.outcome.error as McpError).code).toBe(-32602);
+    const failed = await call('throw', { message: `backend says ${MARKER}` });
+    expect('error' in failed.outcome && failed.outcome.error).toBeInstanceOf(McpError);
+
+    await producer.flush();
+    expect(producer.metrics()).toMatchObject({ dropped: 0, rejected: 0, journaled: 0 });
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const queue = new Queue<AuditRecord>(queueName, { connection, prefix: bullPrefix });
+    let records: AuditRecord[];
+    try {
+      const jobs = await queue.getJobs(
+        ['wait', 'active', 'delayed', 'prioritized', 'completed', 'failed'],
+        0,
+        -1,
+        true,
+      );
+      // The worker's parse must accept every record the orchestrator writes.
+      records = jobs.map((job) => parseAuditRecord(job.data));
+    } finally {
+      await queue.close();
+      connection.disconnect();
+    }
+    const byTrace = (traceId: string) =>
+      records.filter((r) => r.traceId === traceId).sort((a, b) => a.id.localeCompare(b.id));
+
+    // Every record belongs to one of the three calls' traces: the client's trace id is kept.
+    expect(records.map((r) => r.traceId).toSorted()).toEqual(
+      [allowed.traceId, allowed.traceId, denied.traceId, failed.traceId, failed.traceId].toSorted(),
+    );
+    for (const record of records) {
+      expect(record).toMatchObject({
+        kind: 'chain',
+        event: 'tools/call',
+        method: 'tools/call',
+        backend: 'fx',
+        principal: { type: 'user', id: 'auditor-alice' },
+        sessionId: expect.any(String),
+        spanId: expect.stringMatching(/^[0-9a-f]{16}$/),
+      });
+      expect(record.durationMs).toBeGreaterThanOrEqual(0);
+    }
+
+    // Allowed: request and response phase, each with its interceptor's result and duration.
+    const [allowedRequest, allowedResponse, ...allowedRest] = byTrace(allowed.traceId);
+    expect(allowedRest).toEqual([]);
+    expect(allowedRequest).toMatchObject({
+      phase: 'request',
+      target: 'echo',
+      decision: 'allowed',
+      status: 'success',
+      abortReasons: [],
+      interceptors: [
+        { name: 'guard', type: 'validation', mode: 'active', outcome: expect.any(String) },
+      ],
+    });
+    expect(allowedResponse).toMatchObject({
+      phase: 'response',
+      target: 'echo',
+      decision: 'allowed',
+      status: 'success',
+      abortReasons: [],
+      interceptors: [{ name: 'inspector', type: 'validation', mode: 'active' }],
+    });
+    for (const entry of [
+      ...(allowedRequest?.interceptors ?? []),
+      ...(allowedResponse?.interceptors ?? []),
+    ]) {
+      expect(entry.durationMs).toBeGreaterThanOrEqual(0);
+      expect(entry.service).toEqual(expect.any(String));
+    }
+
+    // Denied: the request phase only (the backend was never called), naming the validator.
+    const [deniedRequest, ...deniedRest] = byTrace(denied.traceId);
+    expect(deniedRest).toEqual([]);
+    expect(deniedRequest).toMatchObject({
+      phase: 'request',
+      target: 'echo',
+      decision: 'denied',
+      status: 'validation_failed',
+      abortReasons: [
+        {
+          interceptor: 'guard',
+          reason: 'denied by the guard',
+          type: 'validation',
+          phase: 'request',
+        },
+      ],
+      interceptors: [
+        {
+          name: 'guard',
+          type: 'validation',
+          outcome: expect.any(String),
+          messages: [{ path: 'arguments.text', severity: 'error', message: 'denied by the guard' }],
+        },
+      ],
+    });
+    expect(deniedRequest?.interceptors[0]?.durationMs).toBeGreaterThanOrEqual(0);
+
+    // Backend error: the request phase passed, then the backend failed.
+    const [failedRequest, failedBackend, ...failedRest] = byTrace(failed.traceId);
+    expect(failedRest).toEqual([]);
+    expect(failedRequest).toMatchObject({
+      phase: 'request',
+      target: 'throw',
+      decision: 'allowed',
+      status: 'success',
+    });
+    expect(failedBackend).toMatchObject({
+      phase: 'response',
+      target: 'throw',
+      decision: 'error',
+      status: 'backend_error',
+    });
+
+    // No argument value (nor the backend's error text built from one) anywhere in Redis.
+    const stored = await everythingStored(redis, bullPrefix);
+    expect(stored).toContain(allowed.traceId);
+    expect(stored).not.toContain(MARKER);
+    expect(stored).not.toContain('hello');
+    expect(stored).not.toContain('deny-me');
+  });
+});

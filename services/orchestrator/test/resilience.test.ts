@@ -1,0 +1,122 @@
+/**
+ * Per-backend resilience from the config: call timeout, circuit breaker and bounded
+ * concurrency, against real fixture backends over Streamable HTTP.
+ */
+import { freePort, startHttpBackend } from '@fleet/test-fixtures';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
+
+async function gatewayFor(url: string, resilience: string): Promise<Client> {
+  const gateway = await startGateway(
+    `backends:\n  - id: fx\n    url: "${url}"\n    resilience: ${resilience}\n`,
+    { redis: false },
+  );
+  return connectClient(gateway.mcpUrl);
+}
+
+async function failure(call: Promise<unknown>): Promise<McpError> {
+  const outcome = await call.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  if (!('error' in outcome)) throw new Error(`expected an error, got ${JSON.stringify(outcome)}`);
+  expect(outcome.error).toBeInstanceOf(McpError);
+  return outcome.error as McpError;
+}
+
+describe('backend resilience', () => {
+  it('answers a backend call slower than resilience.timeoutMs with a timely JSON-RPC error and cancels it', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const client = await gatewayFor(backend.url, '{timeoutMs: 300}');
+
+    const started = performance.now();
+    const error = await failure(
+      client.callTool({ name: 'slow', arguments: { ms: 5000, label: 'too-slow' } }),
+    );
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(250);
+    expect(elapsed).toBeLessThan(2000);
+    // The SDK's request timeout (-32001), passed through with its budget.
+    expect(error.code).toBe(-32001);
+    expect(error.message).toMatch(/timed out/i);
+    expect(error.data).toMatchObject({ timeout: 300 });
+
+    // The gateway told the backend to stop working on it.
+    await waitFor(() => backend.state.cancellations.some((c) => c.label === 'too-slow'), 2000);
+    // The connection is still good for calls within budget.
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toBe(
+      '[fx] ok',
+    );
+  });
+
+  it('opens the circuit after breaker.failures consecutive failures and closes it once the backend is back', async () => {
+    const port = await freePort(); // nothing listens here (yet)
+    const client = await gatewayFor(
+      `http://127.0.0.1:${port}/mcp`,
+      '{timeoutMs: 2000, breaker: {failures: 2, resetMs: 500}}',
+    );
+
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const error = await failure(client.callTool({ name: 'echo', arguments: { text: 'x' } }));
+      expect(error.code).toBe(-32603);
+      expect(error.message).toMatch(/unavailable/);
+      expect(error.message).not.toMatch(/circuit open/);
+    }
+    const started = performance.now();
+    const open = await failure(client.callTool({ name: 'echo', arguments: { text: 'x' } }));
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(open.code).toBe(-32603);
+    expect(open.message).toMatch(/circuit open/);
+    expect(open.data).toEqual({ backend: 'fx', reason: 'circuit_open' });
+
+    // The backend comes up on that port; after resetMs a trial call goes through.
+    const backend = await startHttpBackend({ name: 'fx', port });
+    defer(() => backend.close());
+    await new Promise((r) => setTimeout(r, 600));
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'back' } }))).toBe(
+      '[fx] back',
+    );
+  });
+
+  it('with maxConcurrent 1 queues a second concurrent call and refuses a third as at capacity', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const client = await gatewayFor(backend.url, '{maxConcurrent: 1}');
+
+    // Two concurrent calls: the second waits in the (equally sized) queue, then runs.
+    const started = performance.now();
+    const finished: number[] = [];
+    const two = await Promise.all(
+      [1, 2].map((n) =>
+        client.callTool({ name: 'slow', arguments: { ms: 400, label: `pair-${n}` } }).then((r) => {
+          finished.push(performance.now() - started);
+          return textOf(r);
+        }),
+      ),
+    );
+    expect(two).toEqual(['[fx] waited 400 ms', '[fx] waited 400 ms']);
+    finished.sort((a, b) => a - b);
+    // Serialised: the later one finished about 2 × 400 ms after the start.
+    expect(finished[1]).toBeGreaterThanOrEqual(750);
+
+    // Three concurrent calls: one runs, one waits, the third is refused at once.
+    const calls = [1, 2, 3].map((n) =>
+      client.callTool({ name: 'slow', arguments: { ms: 400, label: `triple-${n}` } }).then(
+        (r) => ({ ok: textOf(r) }),
+        (error: unknown) => ({ error: error as McpError, at: performance.now() - started }),
+      ),
+    );
+    const outcomes = await Promise.all(calls);
+    const refused = outcomes.filter((o): o is { error: McpError; at: number } => 'error' in o);
+    expect(refused).toHaveLength(1);
+    const [rejection] = refused;
+    expect(rejection?.error).toBeInstanceOf(McpError);
+    expect(rejection?.error.code).toBe(-32603);
+    expect(rejection?.error.message).toMatch(/at capacity/);
+    expect(rejection?.error.data).toEqual({ backend: 'fx', reason: 'overloaded' });
+    expect(outcomes.filter((o) => 'ok' in o)).toHaveLength(2);
+  });
+});
