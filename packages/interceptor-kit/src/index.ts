@@ -19,6 +19,8 @@ export type { InterceptorHttpApp, InterceptorHttpOptions } from './http.ts';
 export { bearerMatches, createInterceptorHttpApp, errorEnvelope } from './http.ts';
 export type { LocalChainOptions } from './local.ts';
 export { createLocalChainInterceptors, createLocalInvoker } from './local.ts';
+export type { Logger } from './logger.ts';
+export { createLogger, silentLogger } from './logger.ts';
 export type { ServerIdentity } from './mcp-server.ts';
 export { createInterceptorMcpServer, interceptorServerCapabilities } from './mcp-server.ts';
 export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts';

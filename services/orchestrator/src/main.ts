@@ -20,7 +20,7 @@ import { createAuditObserver } from './audit.ts';
 
 const env = process.env;
 const stdio = process.argv.includes('--stdio');
-const log = createLogger(env.LOG_LEVEL ?? 'info');
+const log = createLogger('orchestrator', env.LOG_LEVEL ?? 'info');
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);

@@ -1,0 +1,96 @@
+/**
+ * The interceptors this service exposes: `policy-validator` (validation, request phase, on
+ * the policy's events) decides each call and enforces its rate limits; `tool-filter`
+ * (mutation, response phase on the list methods) hides what the principal could never use.
+ */
+import {
+  allow,
+  defineMutator,
+  defineValidator,
+  deny,
+  type Interceptor,
+  modified,
+  unchanged,
+} from '@fleet/interceptor-kit';
+import {
+  type CompiledPolicy,
+  evaluate,
+  FILTERABLE_LIST_EVENTS,
+  filterListResult,
+  matchRateLimits,
+  policyInputOf,
+} from '@fleet/policy';
+import type { RateLimitDecision } from './rate-limit.ts';
+
+/** Counts a hit against a rate limit; throws when its store is unreachable. */
+export interface RateLimiter {
+  hit(ruleId: string, key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+}
+
+/** What the interceptors need. */
+export interface PolicyInterceptorDeps {
+  policy: () => CompiledPolicy;
+  limiter?: RateLimiter | undefined;
+  /** Told when a rate-limit store failure was tolerated (failOpen) or not. */
+  onLimiterError?: (ruleId: string, error: unknown, failedOpen: boolean) => void;
+}
+
+/** Build the two interceptors for the policy currently in force. */
+export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Interceptor[] {
+  const events = [...deps.policy().events];
+  const validator = defineValidator({
+    name: 'policy-validator',
+    description:
+      'Allows or denies each call under the declarative policy (first matching rule wins) and enforces its rate limits',
+    version: '0.1.0',
+    hooks: [{ events, phase: 'request' }],
+    handler: async (payload, ctx) => {
+      const policy = deps.policy();
+      const input = policyInputOf(ctx.event, ctx.phase, payload, ctx.context);
+      const decision = evaluate(policy, input);
+      if (!decision.allowed) {
+        return deny(decision.message ?? `denied by rule "${decision.rule}"`, {
+          info: { rule: decision.rule },
+        });
+      }
+      for (const limit of matchRateLimits(policy, input)) {
+        let verdict: RateLimitDecision | undefined;
+        try {
+          verdict = await deps.limiter?.hit(limit.id, limit.key, limit.limit, limit.windowMs);
+        } catch (error) {
+          deps.onLimiterError?.(limit.id, error, limit.failOpen);
+          if (limit.failOpen) continue;
+          return deny(
+            `rate limit "${limit.id}" cannot be checked (its store is unavailable) and is configured to fail closed`,
+            {
+              info: { rateLimit: limit.id },
+            },
+          );
+        }
+        if (verdict && !verdict.allowed) {
+          const message =
+            limit.message ??
+            `rate limit "${limit.id}" exceeded: ${limit.limit} per ${limit.windowMs / 1000}s`;
+          return deny(message, {
+            info: { rateLimit: limit.id, retryAfterMs: verdict.retryAfterMs },
+          });
+        }
+      }
+      return allow({ rule: decision.rule });
+    },
+  });
+  const filter = defineMutator({
+    name: 'tool-filter',
+    description:
+      'Removes tools, prompts and resources the principal could never be allowed to use under the policy',
+    version: '0.1.0',
+    hooks: [{ events: [...FILTERABLE_LIST_EVENTS], phase: 'response' }],
+    handler: (payload, ctx) => {
+      const principal = ctx.context.principal ?? { type: 'anonymous' as const };
+      const filtered = filterListResult(deps.policy(), ctx.event, payload, principal);
+      if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });
+      return modified(filtered.result, { kept: filtered.kept, removed: filtered.removed.length });
+    },
+  });
+  return [validator, filter];
+}

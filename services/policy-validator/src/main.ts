@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+/**
+ * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
+ * = allow everything, said at start-up), REDIS_URL (rate limits), FLEET_TOKEN (bearer on
+ * /mcp), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
+ */
+import { createLogger, listen, onShutdown } from '@fleet/interceptor-kit';
+import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
+import { Redis } from 'ioredis';
+import { createPolicySource, createPolicyValidatorApp, RedisRateLimiter } from './app.ts';
+
+const env = process.env;
+const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
+const port = env.PORT === undefined || env.PORT === '' ? 8082 : Number(env.PORT);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  process.stderr.write(`PORT must be an integer 0..65535, got "${env.PORT}"\n`);
+  process.exit(1);
+}
+const telemetry = startTelemetry(
+  telemetryOptionsFromEnv(env, { serviceName: 'policy-validator', serviceVersion: '0.1.0' }),
+);
+
+let app: ReturnType<typeof createPolicyValidatorApp> | undefined;
+let source: Awaited<ReturnType<typeof createPolicySource>>;
+try {
+  source = await createPolicySource({
+    path: env.POLICY_FILE || undefined,
+    events: {
+      loaded: (policy, first) => {
+        if (env.POLICY_FILE) {
+          log.info(
+            {
+              file: env.POLICY_FILE,
+              fingerprint: policy.fingerprint,
+              rules: policy.rules.length,
+              engine: policy.engine,
+            },
+            first ? 'policy loaded' : 'policy reloaded',
+          );
+        } else {
+          log.warn({}, 'no POLICY_FILE: the policy allows everything');
+        }
+        if (!first) app?.refresh();
+      },
+      rejected: (error) =>
+        log.error(
+          { file: env.POLICY_FILE, err: error.message },
+          'policy edit rejected; the last good policy stays in force',
+        ),
+    },
+  });
+} catch (error) {
+  process.stderr.write(`cannot load POLICY_FILE ${env.POLICY_FILE}: ${(error as Error).message}\n`);
+  process.exit(1);
+}
+
+const redis = new Redis(env.REDIS_URL || 'redis://127.0.0.1:6379', {
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: false,
+  connectTimeout: 2000,
+});
+redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
+
+app = createPolicyValidatorApp({
+  source,
+  limiter: new RedisRateLimiter(redis),
+  log,
+  token: env.FLEET_TOKEN || undefined,
+  metricsHandler: telemetry.metricsHandler,
+});
+const listening = await listen(app.listener, {
+  service: 'policy-validator',
+  host: env.HOST || '127.0.0.1',
+  port,
+});
+
+onShutdown(async () => {
+  await listening.close();
+  source.close();
+  redis.disconnect();
+  await telemetry.shutdown();
+});
