@@ -104,6 +104,20 @@ describe('Cedar engine', () => {
     if (rule !== 'default') expect(decision.reasons).toContain(rule);
   });
 
+  it('numbers unannotated policies in text order, also past ten', () => {
+    const many = cedarPolicy(
+      Array.from(
+        { length: 12 },
+        (_, i) => `permit(principal, action, resource == Tool::"t${i}");`,
+      ).join('\n'),
+    );
+    expect(many.cedarPolicies.map((p) => p.id)).toEqual(
+      Array.from({ length: 12 }, (_, i) => `policy${i}`),
+    );
+    expect(evaluate(many, call('t11', alice))).toMatchObject({ allowed: true, rule: 'policy11' });
+    expect(evaluate(many, call('t2', alice))).toMatchObject({ allowed: true, rule: 'policy2' });
+  });
+
   it('maps principals, actions, resources and context', () => {
     const mapped = cedarPolicy(
       [
@@ -261,6 +275,11 @@ describe('Cedar load errors', () => {
       /duplicate policy id "a"/,
     ],
     ['the reserved id', '@id("default") permit(principal, action, resource);', /reserved/],
+    [
+      'an id with spaces',
+      '@id("my policy") permit(principal, action, resource);',
+      /letters, digits/,
+    ],
     [
       'templates',
       'permit(principal == ?principal, action, resource);',

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import type { Principal } from '@fleet/core';
 import { defaultDecisionOf, denyMessage } from './internal.ts';
+import { invalidIdReason } from './schema.ts';
 import type {
   CallQuery,
   CedarPolicySummary,
@@ -38,6 +39,10 @@ export interface CedarProgram {
   readonly defaultEffect: Effect;
   /** Ids of the policies whose conditions may read `context.arguments`. */
   readonly readArguments: ReadonlySet<string>;
+  /** Those policies by id: the set list filtering partially evaluates. */
+  readonly argumentPolicies: Readonly<Record<string, string>>;
+  /** Pre-parsed set of the permits that do not read `context.arguments`, if any. */
+  readonly plainPermitsSetId: string | undefined;
 }
 
 /** A problem in the Cedar text; `offset` is 0-based in `cedar.policies` when known. */
@@ -130,8 +135,9 @@ export function compileCedar(source: CedarSource, defaultEffect: Effect): Compil
     const annotations = json.json.annotations ?? {};
     const id = annotations.id ?? `policy${index}`;
     const base = at === -1 ? {} : { offset: at };
-    if (id === 'default') {
-      issues.push({ message: '@id("default") is reserved for the policy default', ...base });
+    const invalid = invalidIdReason(id);
+    if (invalid !== undefined) {
+      issues.push({ message: `@id(${JSON.stringify(id)}) ${invalid}`, ...base });
       return;
     }
     if (staticPolicies[id] !== undefined) {
@@ -167,9 +173,23 @@ export function compileCedar(source: CedarSource, defaultEffect: Effect): Compil
     if (issues.length > 0) return { ok: false, issues };
   }
 
-  const setId = `fleet-policy-${createHash('sha256').update(JSON.stringify(staticPolicies)).digest('hex').slice(0, 24)}`;
+  const hash = createHash('sha256').update(JSON.stringify(staticPolicies)).digest('hex');
+  const setId = `fleet-policy-${hash.slice(0, 24)}`;
   const preparsed = cedar.preparsePolicySet(setId, { staticPolicies });
   if (preparsed.type === 'failure') return { ok: false, issues: detailedIssues(preparsed.errors) };
+  const argumentPolicies: Record<string, string> = {};
+  const plainPermits: Record<string, string> = {};
+  for (const policy of policies) {
+    const policyText = staticPolicies[policy.id] as string;
+    if (readArguments.has(policy.id)) argumentPolicies[policy.id] = policyText;
+    else if (policy.effect === 'allow') plainPermits[policy.id] = policyText;
+  }
+  let plainPermitsSetId: string | undefined;
+  if (Object.keys(plainPermits).length > 0) {
+    plainPermitsSetId = `${setId}-plain-permits`;
+    const plain = cedar.preparsePolicySet(plainPermitsSetId, { staticPolicies: plainPermits });
+    if (plain.type === 'failure') return { ok: false, issues: detailedIssues(plain.errors) };
+  }
   return {
     ok: true,
     program: {
@@ -178,6 +198,8 @@ export function compileCedar(source: CedarSource, defaultEffect: Effect): Compil
       policies: Object.freeze(policies),
       byId: new Map(policies.map((p) => [p.id, p])),
       readArguments,
+      argumentPolicies: Object.freeze(argumentPolicies),
+      plainPermitsSetId,
       staticPolicies: Object.freeze(staticPolicies),
       defaultEffect,
     },
@@ -385,42 +407,56 @@ export function cedarExplain(
 
 const UNKNOWN_ARGUMENTS: cedar.CedarValueJson = { __extn: { fn: 'unknown', arg: 'arguments' } };
 const NO_ARGUMENTS: Record<string, cedar.CedarValueJson> = {};
+const SATISFIED_PERMIT = 'permit(principal, action, resource);';
 
 /**
- * Whether a call could be allowed for some arguments. First an exact cheap answer from one
- * pre-parsed decision with empty arguments: allowed means yes; denied by a satisfied forbid
- * that does not read `context.arguments`, or by the absence of any permit that could read
- * them, means no. Otherwise Cedar's partial evaluation with `context.arguments` unknown
- * decides (it re-parses the policy set, so it is kept for these cases). An engine failure
- * keeps the item (conservative).
+ * Whether a call could be allowed for some arguments.
+ *
+ * 1. One pre-parsed decision with empty arguments answers most cases exactly: allowed means
+ *    yes; denied by a satisfied forbid that does not read `context.arguments`, or with no
+ *    permit that could read them, means no.
+ * 2. Otherwise Cedar's partial evaluation with `context.arguments` unknown decides, over the
+ *    policies that read the arguments only (the others cannot change with them; a satisfied
+ *    plain permit stands in as one unconditional permit). Partial evaluation re-parses what
+ *    it is given, so keeping that set small keeps filtering fast.
+ *
+ * An engine failure keeps the item (conservative).
  */
 export function cedarCouldEverAllow(program: CedarProgram, query: CallQuery): boolean {
   const probe = requestOf(program, query, NO_ARGUMENTS, 'request');
   const answer = cedar.statefulIsAuthorized({ ...probe, preparsedPolicySetId: program.setId });
-  if (answer.type === 'success') {
-    const decision = decide(program, answer.response);
-    if (decision.allowed) return true;
-    if (decision.errors === undefined) {
-      const reasons = decision.reasons ?? [];
-      if (reasons.some((id) => !program.readArguments.has(id))) return false;
-      if (reasons.length === 0 && !program.policies.some((p) => isArgumentPermit(program, p))) {
-        return false;
-      }
-    }
+  if (answer.type === 'failure') return true;
+  const decision = decide(program, answer.response);
+  if (decision.allowed) return true;
+  if (decision.errors !== undefined) return true;
+  const reasons = decision.reasons ?? [];
+  if (reasons.some((id) => !program.readArguments.has(id))) return false;
+  if (reasons.length === 0 && !program.policies.some((p) => isArgumentPermit(program, p))) {
+    return false;
   }
-  return partiallyAllowed(program, query);
+  return partiallyAllowed(program, query, probe);
 }
 
 function isArgumentPermit(program: CedarProgram, policy: CedarPolicySummary): boolean {
   return policy.effect === 'allow' && program.readArguments.has(policy.id);
 }
 
-function partiallyAllowed(program: CedarProgram, query: CallQuery): boolean {
+function partiallyAllowed(program: CedarProgram, query: CallQuery, probe: CedarRequest): boolean {
+  let plainPermitSatisfied = false;
+  if (program.plainPermitsSetId !== undefined) {
+    const plain = cedar.statefulIsAuthorized({
+      ...probe,
+      preparsedPolicySetId: program.plainPermitsSetId,
+    });
+    if (plain.type === 'failure') return true;
+    plainPermitSatisfied = plain.response.decision === 'allow';
+  }
+  // Ids from the document cannot start with "(", so this one cannot collide.
+  const staticPolicies = plainPermitSatisfied
+    ? { ...program.argumentPolicies, '(plain permits)': SATISFIED_PERMIT }
+    : program.argumentPolicies;
   const request = requestOf(program, query, UNKNOWN_ARGUMENTS, 'request');
-  const answer = cedar.isAuthorizedPartial({
-    ...request,
-    policies: { staticPolicies: program.staticPolicies },
-  });
+  const answer = cedar.isAuthorizedPartial({ ...request, policies: { staticPolicies } });
   if (answer.type === 'failure') return true;
   const { decision, satisfied } = answer.response;
   if (decision !== 'deny') return true;

@@ -127,6 +127,42 @@ describe('couldEverAllow (Cedar, partial evaluation)', () => {
     expect(couldEverAllow(policy, { event: 'tools/call', tool, principal })).toBe(want);
   });
 
+  function cedarPolicies(policies: string): ReturnType<typeof compilePolicy> {
+    return compilePolicy(
+      `version: 1\nengine: cedar\ncedar:\n  policies: |\n${policies
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n')}\n`,
+    );
+  }
+
+  it.each([
+    [
+      'a forbid that other arguments avoid keeps',
+      'permit(principal, action, resource);\nforbid(principal, action, resource) unless { context.arguments has confirm };',
+      true,
+    ],
+    [
+      'a forbid that reads arguments but holds whatever they are removes',
+      'permit(principal, action, resource);\nforbid(principal, action, resource) when { principal is User || context.arguments has x };',
+      false,
+    ],
+    [
+      'a permit that only some arguments satisfy keeps',
+      'permit(principal, action, resource) when { context.arguments has ok && context.arguments.ok };',
+      true,
+    ],
+    [
+      'a permit that reads arguments but never applies to the tool removes',
+      'permit(principal, action, resource == Tool::"other") when { context.arguments has ok };',
+      false,
+    ],
+  ])('%s (partial evaluation)', (_, policies, want) => {
+    expect(
+      couldEverAllow(cedarPolicies(policies), { event: 'tools/call', tool: 't', principal: alice }),
+    ).toBe(want);
+  });
+
   it('keeps what the default could allow', () => {
     const open = compilePolicy(
       "version: 1\nengine: cedar\ndefault: allow\ncedar:\n  policies: 'forbid(principal, action, resource) when { context.arguments.x == 1 };'\n",

@@ -33,12 +33,15 @@ export const DurationSchema = z.string().refine((text) => parseDuration(text) !=
   message: 'must be a positive duration such as "500ms", "60s", "5m", "1h" or "1d"',
 });
 
+/** What a rule, rate-limit or Cedar policy id looks like. */
+export const RULE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/;
+const RULE_ID_MESSAGE =
+  'must start with a letter or digit and contain only letters, digits and _ . : / @ -';
+
 /** Rule ids: start with a letter or digit; then letters, digits and `_ . : / @ -`. */
 export const RuleIdSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/, {
-    message: 'must start with a letter or digit and contain only letters, digits and _ . : / @ -',
-  })
+  .regex(RULE_ID_PATTERN, { message: RULE_ID_MESSAGE })
   .refine((id) => id !== 'default', { message: '"default" is reserved for the policy default' });
 
 /** A glob on a tool or prompt name or a resource URI (`*` matches any run of characters). */
@@ -135,6 +138,12 @@ export type PolicyDocument = z.output<typeof PolicyDocumentSchema>;
 export type RuleDocument = z.output<typeof RuleSchema>;
 /** One parsed rate limit. */
 export type RateLimitDocument = z.output<typeof RateLimitSchema>;
+
+/** Why `id` is not a valid id, or `undefined` when it is. */
+export function invalidIdReason(id: string): string | undefined {
+  if (!RULE_ID_PATTERN.test(id)) return RULE_ID_MESSAGE;
+  return id === 'default' ? '"default" is reserved for the policy default' : undefined;
+}
 
 /** The keys each kind of object accepts, for "unknown key" messages. */
 export const ALLOWED_KEYS = {

@@ -79,6 +79,9 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
       return allow({ rule: decision.rule });
     },
   });
+  // Filtering a list under a Cedar policy costs ~1 ms per item (no pre-parsed partial
+  // evaluation); the answer only depends on the policy, the principal and the names.
+  const filterCache = new Map<string, ReturnType<typeof filterListResult<unknown>>>();
   const filter = defineMutator({
     name: 'tool-filter',
     description:
@@ -87,7 +90,14 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
     hooks: [{ events: [...FILTERABLE_LIST_EVENTS], phase: 'response' }],
     handler: (payload, ctx) => {
       const principal = ctx.context.principal ?? { type: 'anonymous' as const };
-      const filtered = filterListResult(deps.policy(), ctx.event, payload, principal);
+      const policy = deps.policy();
+      const key = `${policy.fingerprint}\u0000${ctx.event}\u0000${JSON.stringify(principal)}\u0000${JSON.stringify(payload)}`;
+      let filtered = filterCache.get(key);
+      if (filtered === undefined) {
+        filtered = filterListResult(policy, ctx.event, payload, principal);
+        if (filterCache.size >= 512) filterCache.clear();
+        filterCache.set(key, filtered);
+      }
       if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });
       return modified(filtered.result, { kept: filtered.kept, removed: filtered.removed.length });
     },
