@@ -91,13 +91,16 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
     handler: (payload, ctx) => {
       const principal = ctx.context.principal ?? { type: 'anonymous' as const };
       const policy = deps.policy();
-      const key = `${policy.fingerprint}\u0000${ctx.event}\u0000${JSON.stringify(principal)}\u0000${JSON.stringify(payload)}`;
-      let filtered = filterCache.get(key);
-      if (filtered === undefined) {
-        filtered = filterListResult(policy, ctx.event, payload, principal);
-        if (filterCache.size >= 512) filterCache.clear();
-        filterCache.set(key, filtered);
-      }
+      let filtered: ReturnType<typeof filterListResult<unknown>> | undefined;
+      if (policy.engine === 'cedar') {
+        const key = `${policy.fingerprint}\u0000${ctx.event}\u0000${JSON.stringify(principal)}\u0000${JSON.stringify(payload)}`;
+        filtered = filterCache.get(key);
+        if (filtered === undefined) {
+          filtered = filterListResult(policy, ctx.event, payload, principal);
+          if (filterCache.size >= 512) filterCache.clear();
+          filterCache.set(key, filtered);
+        }
+      } else filtered = filterListResult(policy, ctx.event, payload, principal);
       if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });
       return modified(filtered.result, { kept: filtered.kept, removed: filtered.removed.length });
     },
