@@ -1,0 +1,225 @@
+/**
+ * A small client for the orchestrator's admin API (DESIGN.md §3). Every failure becomes a
+ * {@link CliError} whose message says what to do about it.
+ */
+import { CliError } from './errors.ts';
+
+/** Options for {@link createAdminClient}. */
+export interface AdminClientOptions {
+  /** The orchestrator's base URL, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <token>` when set. */
+  token?: string | undefined;
+  fetch: typeof fetch;
+  /** Budget for one admin request. Default 30 000 ms (registration contacts the service). */
+  timeoutMs?: number;
+}
+
+/** An interceptor descriptor as the admin API shows it (the wire `InterceptorInfo`). */
+export interface AdminInterceptorInfo {
+  name: string;
+  type: 'validation' | 'mutation';
+  hooks: Array<{ events: string[]; phase: string }>;
+  mode?: string;
+  failOpen?: boolean;
+  priorityHint?: number | { request?: number; response?: number };
+  description?: string;
+  version?: string;
+}
+
+/** `POST /admin/services` answer. */
+export interface RegisteredService {
+  id: string;
+  url: string;
+  interceptors: AdminInterceptorInfo[];
+  status?: string;
+  source?: string;
+}
+
+/** One entry of `GET /admin/services`. */
+export interface ServiceEntry {
+  id: string;
+  url: string;
+  source: string;
+  status: string;
+  interceptors: AdminInterceptorInfo[];
+  overrides?: Record<string, unknown>;
+  lastError?: string;
+}
+
+/** One interceptor of a chain stage. */
+export interface ChainEntry {
+  name: string;
+  service: string;
+  type: string;
+  mode: string;
+  priority: number;
+  failOpen: boolean;
+  timeoutMs: number | null;
+}
+
+/** `GET /admin/chain` answer. */
+export interface ChainView {
+  event: string;
+  phase: string;
+  stages: Array<{ kind: 'validators' | 'mutators'; interceptors: ChainEntry[] }>;
+  note?: string;
+}
+
+/** A registration request. */
+export interface RegisterRequest {
+  url: string;
+  token?: string;
+  overrides?: Record<string, Record<string, unknown>>;
+}
+
+/** The admin API, one method per endpoint. */
+export interface AdminClient {
+  readonly baseUrl: string;
+  /** `POST /admin/services`; `created` is false when the URL was registered already. */
+  register(request: RegisterRequest): Promise<{ created: boolean; service: RegisteredService }>;
+  /** `DELETE /admin/services/{id}`. */
+  unregister(id: string): Promise<void>;
+  /** `GET /admin/services`. */
+  services(): Promise<{ services: ServiceEntry[] }>;
+  /** `GET /admin/chain?event=&phase=`. */
+  chain(event: string, phase: string): Promise<ChainView>;
+}
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
+
+function causeCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    const errors = (current as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) current = errors[0];
+    else current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Create a client for the admin API at `baseUrl`. */
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  const { token, fetch: doFetch, timeoutMs = 30_000 } = options;
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+
+  const call = async (
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: unknown }> => {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      const name = (error as { name?: unknown }).name;
+      if (name === 'TimeoutError' || name === 'AbortError') {
+        throw new CliError(
+          'ORCHESTRATOR_TIMEOUT',
+          `the orchestrator at ${baseUrl} did not answer within ${timeoutMs} ms`,
+          { cause: error },
+        );
+      }
+      const code = causeCode(error);
+      if (code === undefined || UNREACHABLE_CODES.has(code)) {
+        throw new CliError(
+          'ORCHESTRATOR_UNREACHABLE',
+          `cannot reach the orchestrator at ${baseUrl}: is it running? (fleet up)`,
+          { cause: error, details: code === undefined ? undefined : { reason: code } },
+        );
+      }
+      throw new CliError(
+        'ORCHESTRATOR_UNREACHABLE',
+        `cannot reach the orchestrator at ${baseUrl}: ${code}`,
+        { cause: error },
+      );
+    }
+    const text = await response.text();
+    let json: unknown;
+    if (text !== '') {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        throw new CliError(
+          'UNEXPECTED_RESPONSE',
+          `${method} ${baseUrl}${path} answered ${response.status} with a body that is not JSON: is ${baseUrl} the orchestrator?`,
+          { status: response.status },
+        );
+      }
+    }
+    if (response.status === 401) {
+      throw new CliError(
+        'ADMIN_UNAUTHORIZED',
+        token
+          ? 'the admin API refused the token (set FLEET_ADMIN_TOKEN or --admin-token)'
+          : 'the admin API needs a token (set FLEET_ADMIN_TOKEN or --admin-token)',
+        { status: 401 },
+      );
+    }
+    if (response.status < 200 || response.status >= 300) {
+      const problem = (json ?? {}) as { error?: unknown; details?: unknown };
+      const reason =
+        typeof problem.error === 'string' ? problem.error : response.statusText || 'error';
+      throw new CliError(
+        'ADMIN_API_ERROR',
+        `the orchestrator answered ${response.status}: ${reason}`,
+        { status: response.status, details: problem.details },
+      );
+    }
+    return { status: response.status, json };
+  };
+
+  const expectObject = <T>(json: unknown, path: string, key: string): T => {
+    if (typeof json !== 'object' || json === null || !(key in json)) {
+      throw new CliError(
+        'UNEXPECTED_RESPONSE',
+        `${baseUrl}${path} did not answer like the admin API (no "${key}"): is ${baseUrl} the orchestrator?`,
+      );
+    }
+    return json as T;
+  };
+
+  return {
+    baseUrl,
+    async register(request) {
+      const { status, json } = await call('POST', '/admin/services', request);
+      return {
+        created: status === 201,
+        service: expectObject<RegisteredService>(json, '/admin/services', 'id'),
+      };
+    },
+    async unregister(id) {
+      await call('DELETE', `/admin/services/${encodeURIComponent(id)}`);
+    },
+    async services() {
+      const { json } = await call('GET', '/admin/services');
+      return expectObject<{ services: ServiceEntry[] }>(json, '/admin/services', 'services');
+    },
+    async chain(event, phase) {
+      const query = new URLSearchParams({ event, phase });
+      const path = `/admin/chain?${query.toString()}`;
+      const { json } = await call('GET', path);
+      return expectObject<ChainView>(json, path, 'stages');
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** `fleet chain`: the interceptors an (event, phase) would run, in run order. */
+import { type Command, Option } from 'commander';
+import type { CommandContext } from '../context.ts';
+import { formatTable } from '../table.ts';
+
+/** Add `chain` to `program`. */
+export function addChainCommand(program: Command, context: CommandContext): Command {
+  return program
+    .command('chain')
+    .description('show the interceptor chain for an event and phase, in run order')
+    .option('--event <method>', 'the MCP method', 'tools/call')
+    .addOption(
+      new Option('--phase <phase>', 'request or response')
+        .choices(['request', 'response'])
+        .default('request'),
+    )
+    .action(async (options: { event: string; phase: string }, command: Command) => {
+      const view = await context.admin(command).chain(options.event, options.phase);
+      context.print(command, view, () => {
+        const title = `${view.event}, ${view.phase} phase`;
+        const rows = view.stages.flatMap((stage, index) =>
+          stage.interceptors.map((i) => [
+            `${index + 1} ${stage.kind}`,
+            i.name,
+            i.type,
+            i.mode,
+            String(i.priority),
+            i.failOpen ? 'yes' : 'no',
+            i.timeoutMs === null || i.timeoutMs === undefined ? '-' : `${i.timeoutMs} ms`,
+            i.service,
+          ]),
+        );
+        if (rows.length === 0) {
+          return `${title}: no interceptor runs${view.note ? ` (${view.note})` : ''}\n`;
+        }
+        const table = formatTable(
+          ['STAGE', 'NAME', 'TYPE', 'MODE', 'PRIORITY', 'FAIL-OPEN', 'TIMEOUT', 'SERVICE'],
+          rows,
+          { align: ['left', 'left', 'left', 'left', 'right', 'left', 'right', 'left'] },
+        );
+        return `${title}\n${table}validators of a stage run in parallel; mutators run one after another, top to bottom\n`;
+      });
+    });
+}

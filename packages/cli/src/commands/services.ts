@@ -1,0 +1,34 @@
+/** `fleet services`: the interceptor services the orchestrator knows. */
+import type { Command } from 'commander';
+import type { CommandContext } from '../context.ts';
+import { formatTable } from '../table.ts';
+
+/** Add `services` to `program`. */
+export function addServicesCommand(program: Command, context: CommandContext): Command {
+  return program
+    .command('services')
+    .description('list the registered interceptor services')
+    .action(async (_options: unknown, command: Command) => {
+      const answer = await context.admin(command).services();
+      context.print(command, answer, () => {
+        const { services } = answer;
+        if (services.length === 0) {
+          return 'no interceptor services registered (add one: fleet register <url>)\n';
+        }
+        const table = formatTable(
+          ['ID', 'SOURCE', 'STATUS', 'INTERCEPTORS', 'URL'],
+          services.map((s) => [
+            s.id,
+            s.source,
+            s.status,
+            s.interceptors.map((i) => `${i.name} (${i.type})`).join(', ') || '-',
+            s.url,
+          ]),
+        );
+        const problems = services
+          .filter((s) => s.lastError !== undefined && s.lastError !== '')
+          .map((s) => `! ${s.id}: ${s.lastError}\n`);
+        return `${table}${problems.join('')}`;
+      });
+    });
+}

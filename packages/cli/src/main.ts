@@ -1,0 +1,14 @@
+#!/usr/bin/env node
+/**
+ * The `fleet` executable: the only place that touches the real process (arguments,
+ * environment, standard streams, exit code).
+ */
+import { runProgram } from './program.ts';
+
+process.exitCode = await runProgram(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  cwd: process.cwd(),
+  fetch: globalThis.fetch,
+});

@@ -1,0 +1,102 @@
+/**
+ * The `fleet` program: global options, one module per command (`src/commands/<name>.ts`,
+ * each exporting `add<Name>Command(program, context)`), and {@link runProgram}, which turns
+ * every outcome into an exit code: 0 success, 1 an API or runtime failure, 2 a usage error.
+ */
+import { Command, CommanderError } from 'commander';
+import { addChainCommand } from './commands/chain.ts';
+import { addNewCommand } from './commands/new.ts';
+import { addRegisterCommand } from './commands/register.ts';
+import { addServicesCommand } from './commands/services.ts';
+import { addUnregisterCommand } from './commands/unregister.ts';
+import { type CommandContext, createCommandContext, defaultOrchestratorUrl } from './context.ts';
+import { CliError, formatDetails } from './errors.ts';
+import type { CliIO } from './types.ts';
+
+/** A command module: adds its command (and subcommands) to the program. */
+export type CommandModule = (program: Command, context: CommandContext) => Command;
+
+/**
+ * The commands, in help order. `up`, `demo`, `stdio` and `audit` join this list as their
+ * own modules; they get the same IO, global options and error handling.
+ */
+export const COMMAND_MODULES: readonly CommandModule[] = [
+  addRegisterCommand,
+  addUnregisterCommand,
+  addServicesCommand,
+  addChainCommand,
+  addNewCommand,
+];
+
+/** The version `fleet --version` prints. */
+export const CLI_VERSION = '0.1.0';
+
+/** Exit code of a usage error (commander's own errors included). */
+export const USAGE_EXIT_CODE = 2;
+
+/**
+ * Build the `fleet` program around `io`. Commander never exits the process or writes to the
+ * real streams: errors are thrown (`exitOverride`) and output goes to `io`.
+ */
+export function createProgram(io: CliIO): Command {
+  const program = new Command('fleet');
+  // Settings first: subcommands copy them when they are created.
+  program
+    .description('Interceptor Fleet: run the fleet, register interceptors, inspect the chain')
+    .version(CLI_VERSION, '-V, --version')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout(text),
+      writeErr: (text) => io.stderr(text),
+      outputError: (text, write) => write(text),
+    })
+    .showHelpAfterError('(run with --help for usage)')
+    .option(
+      '--orchestrator <url>',
+      'orchestrator base URL ($FLEET_ORCHESTRATOR_URL)',
+      defaultOrchestratorUrl(io.env),
+    )
+    .option('--admin-token <token>', 'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)')
+    .option('--json', 'print raw JSON instead of tables');
+
+  const context = createCommandContext(io);
+  for (const addCommand of COMMAND_MODULES) addCommand(program, context);
+  return program;
+}
+
+function report(io: CliIO, error: CliError, json: boolean): void {
+  if (json) {
+    const body: Record<string, unknown> = { error: error.message, code: error.code };
+    if (error.status !== undefined) body.status = error.status;
+    if (error.details !== undefined) body.details = error.details;
+    io.stderr(`${JSON.stringify(body)}\n`);
+    return;
+  }
+  const details = formatDetails(error.details).map((line) => `  ${line}\n`);
+  io.stderr(`error: ${error.message}\n${details.join('')}`);
+}
+
+/**
+ * Run `fleet` with `argv` (the arguments after the program name) and resolve to the exit
+ * code; never rejects.
+ */
+export async function runProgram(argv: readonly string[], io: CliIO): Promise<number> {
+  const program = createProgram(io);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    // Commander has already printed its message (through io.stderr).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
+    const json = program.opts<{ json?: boolean }>().json === true;
+    if (error instanceof CliError) {
+      report(io, error, json);
+      return error.exitCode;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr(
+      json ? `${JSON.stringify({ error: message, code: 'UNEXPECTED' })}\n` : `error: ${message}\n`,
+    );
+    return 1;
+  }
+}

@@ -1,0 +1,31 @@
+/** Public types of the `fleet` command. */
+
+/**
+ * The process-facing edges of the CLI. Only `src/main.ts` binds them to the real process;
+ * tests pass their own, so every command runs in process against captured output.
+ */
+export interface CliIO {
+  /** Write to standard output (the text as given; no newline is added). */
+  stdout(text: string): void;
+  /** Write to standard error (the text as given; no newline is added). */
+  stderr(text: string): void;
+  /** The environment: `FLEET_ORCHESTRATOR_URL`, `FLEET_ADMIN_TOKEN`. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Working directory; relative paths such as `--dir` resolve against it. */
+  cwd: string;
+  /** HTTP client for the admin API: the global fetch, or an undici fetch with its own dispatcher. */
+  fetch: typeof fetch;
+}
+
+/** The program-wide options, resolved against the environment. */
+export interface GlobalOptions {
+  /** Base URL of the orchestrator, without a trailing slash. */
+  orchestrator: string;
+  /** Bearer token for `/admin/*`, when one is set. */
+  adminToken: string | undefined;
+  /** Print raw JSON instead of tables. */
+  json: boolean;
+}
+
+/** The two kinds of interceptor a scaffold can start from. */
+export type InterceptorKind = 'validation' | 'mutation';

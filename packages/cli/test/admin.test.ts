@@ -1,0 +1,318 @@
+/**
+ * The admin commands against a real orchestrator process (its admin API, Redis-backed
+ * registry) and a real kit interceptor service on 127.0.0.1:0.
+ */
+import {
+  allow,
+  createInterceptorHost,
+  createInterceptorHttpApp,
+  defineMutator,
+  defineValidator,
+  type Listening,
+  listen,
+  unchanged,
+} from '@fleet/interceptor-kit';
+import { freePort, startHttpBackend } from '@fleet/test-fixtures';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  defer,
+  type FleetRun,
+  fleet,
+  startOrchestrator,
+  type TestOrchestrator,
+} from './helpers.ts';
+
+let orchestrator: TestOrchestrator;
+let service: Listening;
+let serviceUrl: string;
+
+beforeAll(async () => {
+  const host = createInterceptorHost([
+    defineValidator({
+      name: 'cli-guard',
+      hooks: [{ events: ['tools/call'], phase: 'request' }],
+      handler: () => allow(),
+    }),
+    defineMutator({
+      name: 'cli-tagger',
+      hooks: [{ events: ['tools/*'], phase: 'response' }],
+      priorityHint: { response: 7 },
+      handler: () => unchanged(),
+    }),
+  ]);
+  const { listener } = createInterceptorHttpApp(host, { name: 'cli-test-service' });
+  service = await listen(listener, { service: 'cli-test-service', announce: false });
+  serviceUrl = `${service.url}/mcp`;
+  orchestrator = await startOrchestrator();
+}, 45_000);
+
+afterAll(async () => {
+  await orchestrator?.close();
+  await service?.close(100);
+});
+
+/** `fleet` pointed at the test orchestrator with its admin token. */
+function admin(argv: readonly string[]): Promise<FleetRun> {
+  return fleet(argv, {
+    env: { FLEET_ORCHESTRATOR_URL: orchestrator.url, FLEET_ADMIN_TOKEN: orchestrator.adminToken },
+  });
+}
+
+/** Register the test service through the CLI (JSON output) and unregister it after the test. */
+async function registerService(extra: readonly string[] = []): Promise<string> {
+  const run = await admin(['--json', 'register', serviceUrl, ...extra]);
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  const { id } = JSON.parse(run.stdout) as { id: string };
+  defer(() => admin(['unregister', id]));
+  return id;
+}
+
+function lines(text: string): string[] {
+  return text.split('\n').filter((line) => line !== '');
+}
+
+describe('fleet register', () => {
+  it('registers a service and prints it with its interceptors as a table', async () => {
+    const run = await admin(['register', serviceUrl]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const [heading, header, ...rows] = lines(run.stdout);
+    const id = /^registered (\S+) \((.+)\)$/.exec(heading ?? '');
+    expect(id?.[2]).toBe(serviceUrl);
+    defer(() => admin(['unregister', id?.[1] ?? '']));
+    expect(header?.split(/\s{2,}/)).toEqual(['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS']);
+    expect(rows[0]?.split(/\s{2,}/)).toEqual([
+      'cli-guard',
+      'validation',
+      'active',
+      '0',
+      'tools/call (request)',
+    ]);
+    expect(rows[1]?.split(/\s{2,}/)).toEqual([
+      'cli-tagger',
+      'mutation',
+      'active',
+      'req 0 / res 7',
+      'tools/* (response)',
+    ]);
+    // Columns line up: every cell of the second column starts where its header does.
+    const column = header?.indexOf('TYPE');
+    expect(rows[0]?.indexOf('validation')).toBe(column);
+    expect(rows[1]?.indexOf('mutation')).toBe(column);
+
+    const again = await admin(['register', serviceUrl]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`^already registered ${id?.[1]} `));
+  });
+
+  it('prints the raw answer of the admin API with --json', async () => {
+    const run = await admin(['register', serviceUrl, '--json']);
+    expect(run.code).toBe(0);
+    const body = JSON.parse(run.stdout) as { id: string; url: string; interceptors: unknown[] };
+    defer(() => admin(['unregister', body.id]));
+    expect(body).toMatchObject({ url: serviceUrl });
+    expect(body.interceptors).toEqual([
+      expect.objectContaining({ name: 'cli-guard', type: 'validation' }),
+      expect.objectContaining({ name: 'cli-tagger', type: 'mutation' }),
+    ]);
+  });
+
+  it('sends --override assignments as overrides, parsed as JSON where they can be', async () => {
+    const id = await registerService([
+      '--override',
+      'cli-guard.failOpen=true',
+      '--override',
+      'cli-tagger.timeoutMs=250',
+      '--override',
+      'cli-tagger.mode=audit',
+    ]);
+    const run = await admin(['services', '--json']);
+    const { services } = JSON.parse(run.stdout) as {
+      services: Array<{ id: string; overrides: unknown }>;
+    };
+    expect(services.find((s) => s.id === id)?.overrides).toEqual({
+      'cli-guard': { failOpen: true },
+      'cli-tagger': { timeoutMs: 250, mode: 'audit' },
+    });
+  });
+});
+
+describe('fleet services', () => {
+  it('lists the registered services in a table, and the raw answer with --json', async () => {
+    const id = await registerService();
+    const run = await admin(['services']);
+    expect(run.code).toBe(0);
+    const [header, ...rows] = lines(run.stdout);
+    expect(header?.split(/\s{2,}/)).toEqual(['ID', 'SOURCE', 'STATUS', 'INTERCEPTORS', 'URL']);
+    expect(rows.map((row) => row.split(/\s{2,}/))).toContainEqual([
+      id,
+      'admin',
+      'healthy',
+      'cli-guard (validation), cli-tagger (mutation)',
+      serviceUrl,
+    ]);
+
+    const json = await admin(['--json', 'services']);
+    const body = JSON.parse(json.stdout) as { services: Array<{ id: string; source: string }> };
+    expect(body.services).toContainEqual(expect.objectContaining({ id, source: 'admin' }));
+  });
+});
+
+describe('fleet chain', () => {
+  it('shows the stages of an event and phase in run order, overrides applied', async () => {
+    const id = await registerService(['--override', 'cli-guard.failOpen=true']);
+    const request = await admin(['chain']);
+    expect(request.code).toBe(0);
+    const [title, header, row] = lines(request.stdout);
+    expect(title).toBe('tools/call, request phase');
+    expect(header?.split(/\s{2,}/)).toEqual([
+      'STAGE',
+      'NAME',
+      'TYPE',
+      'MODE',
+      'PRIORITY',
+      'FAIL-OPEN',
+      'TIMEOUT',
+      'SERVICE',
+    ]);
+    expect(row?.trim().split(/\s{2,}/)).toEqual([
+      '1 validators',
+      'cli-guard',
+      'validation',
+      'active',
+      '0',
+      'yes',
+      '-',
+      id,
+    ]);
+
+    const response = await admin(['chain', '--event', 'tools/list', '--phase', 'response']);
+    expect(lines(response.stdout)[0]).toBe('tools/list, response phase');
+    expect(
+      lines(response.stdout)[2]
+        ?.split(/\s{2,}/)
+        .slice(0, 5),
+    ).toEqual(['1 mutators', 'cli-tagger', 'mutation', 'active', '7']);
+
+    const json = await admin(['chain', '--json', '--phase', 'response']);
+    expect(JSON.parse(json.stdout)).toEqual({
+      event: 'tools/call',
+      phase: 'response',
+      stages: [
+        {
+          kind: 'mutators',
+          interceptors: [
+            {
+              name: 'cli-tagger',
+              service: id,
+              type: 'mutation',
+              mode: 'active',
+              priority: 7,
+              failOpen: false,
+              timeoutMs: null,
+            },
+          ],
+        },
+      ],
+    });
+  });
+
+  it('says when nothing runs', async () => {
+    const run = await admin(['chain', '--event', 'prompts/get']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('prompts/get, request phase: no interceptor runs\n');
+  });
+});
+
+describe('fleet unregister', () => {
+  it('removes a registration; a second time the 404 of the admin API is shown', async () => {
+    const registered = await admin(['--json', 'register', serviceUrl]);
+    const { id } = JSON.parse(registered.stdout) as { id: string };
+    const run = await admin(['unregister', id]);
+    expect(run).toEqual({ code: 0, stdout: `unregistered ${id}\n`, stderr: '' });
+    const services = await admin(['--json', 'services']);
+    expect(JSON.parse(services.stdout).services).toEqual([]);
+
+    const again = await admin(['unregister', id]);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toBe(
+      `error: the orchestrator answered 404: no service with id "${id}"\n  id: ${id}\n`,
+    );
+  });
+});
+
+describe('errors', () => {
+  it('says when the orchestrator cannot be reached', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const run = await fleet(['--orchestrator', url, 'services']);
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n')[0]).toBe(
+      `error: cannot reach the orchestrator at ${url}: is it running? (fleet up)`,
+    );
+  });
+
+  it('says when the admin API refuses the token, or needs one', async () => {
+    const wrong = await fleet(['--admin-token', 'nope', 'services'], {
+      env: { FLEET_ORCHESTRATOR_URL: orchestrator.url },
+    });
+    expect(wrong).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'error: the admin API refused the token (set FLEET_ADMIN_TOKEN or --admin-token)\n',
+    });
+    const missing = await fleet(['--orchestrator', orchestrator.url, 'services']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('the admin API needs a token');
+
+    const json = await fleet(['--json', '--orchestrator', orchestrator.url, 'services'], {
+      env: { FLEET_ADMIN_TOKEN: 'nope' },
+    });
+    expect(JSON.parse(json.stderr)).toMatchObject({ code: 'ADMIN_UNAUTHORIZED', status: 401 });
+  });
+
+  it('shows the error and details of a 4xx answer', async () => {
+    const backend = await startHttpBackend({ name: 'not-an-interceptor' });
+    defer(() => backend.close());
+    const run = await admin(['register', backend.url]);
+    expect(run.code).toBe(1);
+    const [message, ...details] = lines(run.stderr);
+    expect(message?.startsWith('error: the orchestrator answered 422: ')).toBe(true);
+    expect(message).toContain(`${backend.url} is not an interceptor server`);
+    expect(details).toContain(`  url: ${backend.url}`);
+  });
+
+  it.each([
+    ['no equals sign', 'cli-guard.failOpen', 'expected name.key=value'],
+    ['no key', 'cli-guard=true', 'expected name.key=value'],
+    ['an empty value', 'cli-guard.failOpen=', 'the value is empty'],
+    ['hooks that are not JSON', 'cli-guard.hooks=tools/call', 'hooks must be JSON'],
+    ['an unknown key', 'cli-guard.retries=3', 'invalid --override: cli-guard'],
+    ['a value of the wrong type', 'cli-guard.timeoutMs=soon', 'cli-guard.timeoutMs'],
+  ])('refuses an --override with %s (exit 2) before calling the API', async (_, text, expected) => {
+    const run = await admin(['register', serviceUrl, '--override', text]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(expected);
+    const services = await admin(['--json', 'services']);
+    expect(JSON.parse(services.stdout).services).toEqual([]);
+  });
+
+  it('exits 2 on usage errors', async () => {
+    for (const argv of [
+      [],
+      ['frobnicate'],
+      ['register'],
+      ['register', 'not-a-url'],
+      ['chain', '--phase', 'both'],
+      ['--orchestrator', 'ftp://x', 'services'],
+    ]) {
+      const run = await admin(argv);
+      expect({ argv, code: run.code }).toEqual({ argv, code: 2 });
+      expect(run.stderr).not.toBe('');
+    }
+    expect((await admin(['--help'])).code).toBe(0);
+    expect((await admin(['--version'])).stdout).toBe('0.1.0\n');
+  });
+});
