@@ -23,6 +23,8 @@ export const CLI_ERROR_CODES = {
   ADMIN_API_ERROR: 1,
   /** The answer was not what the admin API sends (wrong URL?). */
   UNEXPECTED_RESPONSE: 1,
+  /** Something the local fleet needs (Redis, a built service) is missing or did not start. */
+  FLEET_UNAVAILABLE: 1,
 } as const;
 
 /** A {@link CliError} code. */

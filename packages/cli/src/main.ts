@@ -11,4 +11,11 @@ process.exitCode = await runProgram(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   fetch: globalThis.fetch,
+  untilInterrupted: () =>
+    new Promise((resolve) => {
+      process.once('SIGINT', () => resolve('SIGINT'));
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+    }),
 });
+// Children and sockets may linger after a command such as `fleet demo`; the exit code is final.
+process.exit(process.exitCode);

@@ -5,10 +5,12 @@
  */
 import { Command, CommanderError } from 'commander';
 import { addChainCommand } from './commands/chain.ts';
+import { addDemoCommand } from './commands/demo.ts';
 import { addNewCommand } from './commands/new.ts';
 import { addRegisterCommand } from './commands/register.ts';
 import { addServicesCommand } from './commands/services.ts';
 import { addUnregisterCommand } from './commands/unregister.ts';
+import { addUpCommand } from './commands/up.ts';
 import { type CommandContext, createCommandContext, defaultOrchestratorUrl } from './context.ts';
 import { CliError, formatDetails } from './errors.ts';
 import type { CliIO } from './types.ts';
@@ -21,6 +23,8 @@ export type CommandModule = (program: Command, context: CommandContext) => Comma
  * own modules; they get the same IO, global options and error handling.
  */
 export const COMMAND_MODULES: readonly CommandModule[] = [
+  addUpCommand,
+  addDemoCommand,
   addRegisterCommand,
   addUnregisterCommand,
   addServicesCommand,

@@ -15,6 +15,12 @@ export interface CliIO {
   cwd: string;
   /** HTTP client for the admin API: the global fetch, or an undici fetch with its own dispatcher. */
   fetch: typeof fetch;
+  /**
+   * Resolves with the signal's name when the user interrupts (Ctrl-C) or the process is
+   * asked to stop; long-running commands (`fleet up`) wait on it. Absent in tests that do
+   * not need it.
+   */
+  untilInterrupted?: () => Promise<string>;
 }
 
 /** The program-wide options, resolved against the environment. */

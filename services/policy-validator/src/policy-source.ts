@@ -1,12 +1,8 @@
 /**
- * The policy in force, reloaded when its file changes: a bad edit is rejected with a clear
- * error and the last good policy stays in force. Watches the file's directory (Kubernetes
- * swaps ConfigMap files through a symlink, which a file watch misses) and also polls, since
- * file events are not guaranteed on every filesystem.
+ * The policy in force, reloaded when its file changes (the kit's reloading file): a bad
+ * edit is rejected with a clear error and the last good policy stays in force.
  */
-import { type FSWatcher, watch } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { createReloadingFile } from '@fleet/interceptor-kit';
 import { allowAllPolicy, type CompiledPolicy, compilePolicy } from '@fleet/policy';
 
 /** What the source reports. */
@@ -38,7 +34,7 @@ export interface PolicySource {
  * policy it cannot read) and keep it current.
  */
 export async function createPolicySource(options: PolicySourceOptions): Promise<PolicySource> {
-  const { path, pollMs = 2000, events } = options;
+  const { path, pollMs, events } = options;
   if (path === undefined) {
     const policy = allowAllPolicy();
     const loadedAt = new Date().toISOString();
@@ -50,85 +46,19 @@ export async function createPolicySource(options: PolicySourceOptions): Promise<
       close: () => undefined,
     };
   }
-  let policy = compilePolicy(await readFile(path, 'utf8'), { sourceName: path });
-  let loadedAt = new Date().toISOString();
-  let lastError: string | undefined;
-  let lastText: string | undefined;
-  let lastMtime = (await stat(path)).mtimeMs;
-  events.loaded(policy, true);
-
-  let reloading: Promise<boolean> | undefined;
-  const reload = (): Promise<boolean> => {
-    reloading ??= (async () => {
-      let text: string;
-      try {
-        text = await readFile(path, 'utf8');
-        lastMtime = (await stat(path)).mtimeMs;
-      } catch (error) {
-        lastError = `cannot read ${path}: ${(error as Error).message}`;
-        events.rejected(new Error(lastError));
-        return false;
-      }
-      if (text === lastText) return false;
-      lastText = text;
-      try {
-        const next = compilePolicy(text, { sourceName: path });
-        if (next.fingerprint === policy.fingerprint) return false;
-        policy = next;
-        loadedAt = new Date().toISOString();
-        lastError = undefined;
-        events.loaded(policy, false);
-        return true;
-      } catch (error) {
-        lastError = (error as Error).message;
-        events.rejected(error as Error);
-        return false;
-      }
-    })().finally(() => {
-      reloading = undefined;
-    });
-    return reloading;
-  };
-
-  let debounce: ReturnType<typeof setTimeout> | undefined;
-  const schedule = () => {
-    if (debounce) clearTimeout(debounce);
-    debounce = setTimeout(() => void reload(), 50);
-    debounce.unref();
-  };
-  let watcher: FSWatcher | undefined;
-  try {
-    const file = basename(path);
-    watcher = watch(dirname(path), (_event, name) => {
-      if (name === null || name === file || name.startsWith('..')) schedule();
-    });
-    watcher.on('error', () => undefined);
-  } catch {
-    watcher = undefined;
-  }
-  const poll = setInterval(() => {
-    stat(path).then(
-      (s) => {
-        if (s.mtimeMs !== lastMtime) schedule();
-      },
-      () => undefined,
-    );
-  }, pollMs);
-  poll.unref();
-
+  const file = await createReloadingFile({
+    path,
+    parse: (text) => compilePolicy(text, { sourceName: path }),
+    same: (a, b) => a.fingerprint === b.fingerprint,
+    ...(pollMs === undefined ? {} : { pollMs }),
+    onReload: (policy) => events.loaded(policy, false),
+    onReject: (error) => events.rejected(error),
+  });
+  events.loaded(file.current(), true);
   return {
-    current: () => policy,
-    reload,
-    status: () => ({
-      path,
-      fingerprint: policy.fingerprint,
-      loadedAt,
-      ...(lastError ? { lastError } : {}),
-    }),
-    close() {
-      watcher?.close();
-      clearInterval(poll);
-      if (debounce) clearTimeout(debounce);
-    },
+    current: () => file.current(),
+    reload: () => file.reload(),
+    status: () => ({ ...file.status(), fingerprint: file.current().fingerprint }),
+    close: () => file.close(),
   };
 }

@@ -11,7 +11,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 
-const CUSTOMERS: Record<
+/** The demo CRM's records (the demo prints what the backend really returned). */
+export const CUSTOMERS: Record<
   string,
   { name: string; email: string; phone: string; card: string; iban: string }
 > = {

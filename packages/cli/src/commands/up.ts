@@ -1,0 +1,83 @@
+/**
+ * `fleet up`: the whole fleet locally, on embedded defaults, with a progress display; prints
+ * the endpoints and how to point a client at them; Ctrl-C stops everything cleanly; a child
+ * that dies is reported and restarted.
+ */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { CommandContext } from '../context.ts';
+import { CliError } from '../errors.ts';
+import { type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
+
+/** The endpoint summary `fleet up` prints once the fleet is ready. */
+export function describeFleet(fleet: {
+  mcpUrl: string;
+  adminUrl: string;
+  viewerUrl: string;
+  stateDir: string;
+}): string {
+  return [
+    '',
+    'The fleet is up.',
+    '',
+    `  MCP endpoint (give this to your client)  ${fleet.mcpUrl}`,
+    `  Audit trail viewer                       ${fleet.viewerUrl}`,
+    `  Admin API                                ${fleet.adminUrl}`,
+    '',
+    'Try it:',
+    `  fleet demo                                # a guided tour against this fleet`,
+    `  npx @modelcontextprotocol/inspector --cli ${fleet.mcpUrl} --method tools/list`,
+    `  fleet chain --event tools/call            # what runs on a tool call`,
+    `  fleet audit query --since 10m             # what happened`,
+    '',
+    `Logs: ${fleet.stateDir}/logs/<service>.log   Stop: Ctrl-C`,
+    '',
+  ].join('\n');
+}
+
+/** Add `up` to `program`. */
+export function addUpCommand(program: Command, context: CommandContext): Command {
+  return program
+    .command('up')
+    .description('run the whole fleet locally (orchestrator, interceptors, audit, demo backend)')
+    .option('--config <file>', 'orchestrator config to use instead of the generated one')
+    .option('--port <port>', 'orchestrator port', '8080')
+    .option('--state-dir <dir>', 'where logs, the generated config and PGlite data go', '.fleet')
+    .action(
+      async (options: { config?: string; port: string; stateDir: string }, command: Command) => {
+        const { io } = context;
+        const port = Number(options.port);
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+          throw new CliError('USAGE', `--port must be 0..65535, got "${options.port}"`);
+        const json = context.globals(command).json;
+        const say = (text: string) => {
+          if (!json) io.stdout(text);
+        };
+        say('Starting the fleet...\n');
+        const fleet = await startLocalFleet({
+          port,
+          env: io.env,
+          stateDir: resolve(io.cwd, options.stateDir),
+          ...(options.config ? { configPath: resolve(io.cwd, options.config) } : {}),
+          events: {
+            starting: (service: FleetService) => say(`  … ${service}\n`),
+            ready: (service, url, ms) =>
+              say(`  ✓ ${service.padEnd(17)} ${url}  (${(ms / 1000).toFixed(1)} s)\n`),
+            exited: (service, code, signal, restarting) =>
+              io.stderr(
+                `  ✗ ${service} exited (code ${code ?? '-'}, signal ${signal ?? '-'})${restarting ? '; restarting' : ''}\n`,
+              ),
+          },
+        });
+        if (json)
+          io.stdout(
+            `${JSON.stringify({ mcpUrl: fleet.mcpUrl, adminUrl: fleet.adminUrl, viewerUrl: fleet.viewerUrl, urls: fleet.urls })}\n`,
+          );
+        else io.stdout(describeFleet(fleet));
+        const signal = io.untilInterrupted ? await io.untilInterrupted() : 'no interrupt handler';
+        say(`\n${signal}: stopping the fleet...\n`);
+        await fleet.stop();
+        say('Stopped.\n');
+      },
+    );
+}

@@ -1,0 +1,335 @@
+/**
+ * The local fleet: the orchestrator, the three interceptor services, the audit worker and
+ * the demo MCP backend as supervised child processes on embedded defaults (Redis at
+ * REDIS_URL, PGlite under `.fleet/` when there is no DATABASE_URL). Used by `fleet up`,
+ * `fleet demo` and the end-to-end tests.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CliError } from '../errors.ts';
+
+/** The repository this CLI belongs to (works from src/ and from dist/). */
+export const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+
+/** The services of the local fleet, in start order. */
+export const FLEET_SERVICES = [
+  'demo-backend',
+  'pii-redactor',
+  'policy-validator',
+  'audit-logger',
+  'audit-worker',
+  'orchestrator',
+] as const;
+/** One of {@link FLEET_SERVICES}. */
+export type FleetService = (typeof FLEET_SERVICES)[number];
+
+function entry(service: FleetService): string {
+  const [dir, file] =
+    service === 'demo-backend'
+      ? ['packages/cli', FROM_SOURCE ? 'src/demo/main' : 'dist/demo/main']
+      : service === 'audit-worker'
+        ? ['services/audit-logger', FROM_SOURCE ? 'src/worker' : 'dist/worker']
+        : [`services/${service}`, FROM_SOURCE ? 'src/main' : 'dist/main'];
+  return join(REPO_ROOT, dir, `${file}.${FROM_SOURCE ? 'ts' : 'js'}`);
+}
+
+function nodeArgs(script: string): string[] {
+  if (!FROM_SOURCE) return [script];
+  const tsx = pathToFileURL(createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx')).href;
+  return ['--import', tsx, '--conditions=@fleet/source', script];
+}
+
+/** What happens while the fleet starts and runs (for progress display). */
+export interface FleetEvents {
+  starting?(service: FleetService): void;
+  ready?(service: FleetService, url: string, ms: number): void;
+  exited?(
+    service: FleetService,
+    code: number | null,
+    signal: string | null,
+    restarting: boolean,
+  ): void;
+}
+
+/** Options for {@link startLocalFleet}. */
+export interface LocalFleetOptions {
+  /** Orchestrator port (default 8080; 0 = free port). */
+  port?: number;
+  /** An orchestrator config to use instead of the generated one (its backends and interceptors are kept). */
+  configPath?: string;
+  /** Environment the services inherit (REDIS_URL, DATABASE_URL, OTEL_*, FLEET_ADMIN_TOKEN, ...). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** State directory (logs, generated config, PGlite data). Default `<cwd>/.fleet`. */
+  stateDir: string;
+  events?: FleetEvents;
+  /** Restart a child that dies. Default true. */
+  restart?: boolean;
+  /** Per-service readiness budget. Default 90 s. */
+  readyTimeoutMs?: number;
+}
+
+/** A running local fleet. */
+export interface LocalFleet {
+  urls: Record<FleetService, string>;
+  /** The MCP endpoint to give to a client. */
+  mcpUrl: string;
+  adminUrl: string;
+  viewerUrl: string;
+  /** The token the interceptor services require (the orchestrator sends it). */
+  fleetToken: string;
+  stateDir: string;
+  stop(): Promise<void>;
+}
+
+/** Ask Redis for PONG at `url`; resolve with an error message, or undefined when it answers. */
+export function checkRedis(url: string, timeoutMs = 2000): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      resolve(`REDIS_URL "${url}" is not a URL`);
+      return;
+    }
+    const socket = connect({
+      host: target.hostname || '127.0.0.1',
+      port: Number(target.port || 6379),
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(`Redis at ${url} did not answer within ${timeoutMs} ms`);
+    }, timeoutMs);
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      clearTimeout(timer);
+      socket.end();
+      const reply = data.toString();
+      resolve(
+        reply.startsWith('+PONG') || reply.startsWith('-NOAUTH')
+          ? undefined
+          : `Redis at ${url} answered ${JSON.stringify(reply.trim())}`,
+      );
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      resolve(`Redis is not reachable at ${url} (${error.message})`);
+    });
+  });
+}
+
+interface Child {
+  service: FleetService;
+  process: ChildProcess;
+  url?: string;
+}
+
+function readyOf(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return (async () => {
+    for (;;) {
+      try {
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
+        await res.body?.cancel();
+        if (res.status === 200) return;
+      } catch {
+        // not yet
+      }
+      if (Date.now() > deadline)
+        throw new Error(`${url}/readyz did not answer 200 within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+}
+
+/** Start the whole fleet; resolves once every service is ready. */
+export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
+  const { env, stateDir, events = {}, readyTimeoutMs = 90_000 } = options;
+  const restart = options.restart ?? true;
+  const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const redisProblem = await checkRedis(redisUrl);
+  if (redisProblem) {
+    throw new CliError(
+      'FLEET_UNAVAILABLE',
+      `${redisProblem}. The fleet needs Redis 7: start one with\n  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no\nor point REDIS_URL at yours.`,
+    );
+  }
+  for (const service of FLEET_SERVICES) {
+    if (!existsSync(entry(service))) {
+      throw new CliError(
+        'FLEET_UNAVAILABLE',
+        `${service} is not built: ${entry(service)} is missing (run pnpm build)`,
+      );
+    }
+  }
+  mkdirSync(join(stateDir, 'logs'), { recursive: true });
+  const fleetToken = randomBytes(24).toString('base64url');
+  const runId = randomBytes(4).toString('hex');
+  const children = new Map<FleetService, Child>();
+  let stopping = false;
+  const baseEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) baseEnv[k] = v;
+
+  const spawnService = (
+    service: FleetService,
+    serviceEnv: Record<string, string>,
+    port: number,
+  ): Promise<string> => {
+    events.starting?.(service);
+    const started = Date.now();
+    const log = createWriteStream(join(stateDir, 'logs', `${service}.log`), { flags: 'a' });
+    const child = spawn(process.execPath, nodeArgs(entry(service)), {
+      cwd: stateDir,
+      env: {
+        ...baseEnv,
+        REDIS_URL: redisUrl,
+        FLEET_TOKEN: fleetToken,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        OTEL_SERVICE_NAME: service,
+        ...serviceEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stderr?.pipe(log);
+    const record: Child = { service, process: child };
+    children.set(service, record);
+    const url = new Promise<string>((resolve, reject) => {
+      const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+      lines.on('line', (line) => {
+        try {
+          const parsed = JSON.parse(line) as { url?: unknown };
+          if (typeof parsed.url === 'string' && record.url === undefined) {
+            record.url = parsed.url;
+            resolve(parsed.url);
+          }
+        } catch {
+          log.write(`${line}\n`);
+        }
+      });
+      child.once('exit', (code, signal) => {
+        if (record.url === undefined)
+          reject(
+            new Error(
+              `${service} exited before it was ready (code ${code}, signal ${signal}); see ${join(stateDir, 'logs', `${service}.log`)}`,
+            ),
+          );
+      });
+    });
+    child.once('exit', (code, signal) => {
+      if (stopping || children.get(service) !== record) return;
+      const again = restart && record.url !== undefined;
+      events.exited?.(service, code, signal, again);
+      if (again) {
+        const previous = Number(new URL(record.url as string).port);
+        setTimeout(() => {
+          if (!stopping) spawnService(service, serviceEnv, previous).catch(() => undefined);
+        }, 1000).unref();
+      }
+    });
+    return url.then(async (u) => {
+      await readyOf(u, readyTimeoutMs);
+      events.ready?.(service, u, Date.now() - started);
+      return u;
+    });
+  };
+
+  const stop = async () => {
+    stopping = true;
+    const order = [...FLEET_SERVICES].reverse();
+    for (const service of order) {
+      const child = children.get(service)?.process;
+      if (!child || child.exitCode !== null || child.signalCode !== null) continue;
+      await new Promise<void>((resolve) => {
+        const kill = setTimeout(() => child.kill('SIGKILL'), 8000);
+        child.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      });
+    }
+  };
+
+  try {
+    const demoBackend = await spawnService('demo-backend', {}, 0);
+    const configDir = join(REPO_ROOT, 'packages/cli/demo-config');
+    const [pii, policy] = await Promise.all([
+      spawnService(
+        'pii-redactor',
+        {
+          PII_CONFIG: env.PII_CONFIG || join(configDir, 'pii.yaml'),
+          PII_HMAC_KEY: env.PII_HMAC_KEY || randomBytes(32).toString('base64url'),
+        },
+        0,
+      ),
+      spawnService(
+        'policy-validator',
+        { POLICY_FILE: env.POLICY_FILE || join(configDir, 'policy.yaml') },
+        0,
+      ),
+    ]);
+    const auditEnv = {
+      AUDIT_WORKER: 'false',
+      AUDIT_JOURNAL: join(stateDir, 'audit-logger-journal.ndjson'),
+    };
+    const audit = await spawnService('audit-logger', auditEnv, 0);
+    const worker = await spawnService(
+      'audit-worker',
+      { AUDIT_JOURNAL: join(stateDir, 'audit-worker-journal.ndjson') },
+      0,
+    );
+    const configPath = options.configPath ?? join(stateDir, 'fleet.yaml');
+    if (options.configPath === undefined) {
+      writeFileSync(
+        configPath,
+        [
+          '# Generated by `fleet up`: the local fleet on embedded defaults.',
+          'backends:',
+          `  - {id: demo, url: "${demoBackend}/mcp", prefix: ""}`,
+          'interceptors:',
+          ...[pii, policy, audit].map((u) => `  - {url: "${u}/mcp", token: "\${FLEET_TOKEN}"}`),
+          'chain: {timeoutMs: 2000, denyAs: error}',
+          `registry: {prefix: "fleet-up-${runId}"}`,
+          '',
+        ].join('\n'),
+      );
+    }
+    const orchestrator = await spawnService(
+      'orchestrator',
+      { FLEET_CONFIG: configPath, AUDIT_JOURNAL: join(stateDir, 'orchestrator-journal.ndjson') },
+      options.port ?? 8080,
+    );
+    const urls = {
+      'demo-backend': demoBackend,
+      'pii-redactor': pii,
+      'policy-validator': policy,
+      'audit-logger': audit,
+      'audit-worker': worker,
+      orchestrator,
+    };
+    writeFileSync(
+      join(stateDir, 'fleet.json'),
+      `${JSON.stringify({ urls, pid: process.pid }, null, 2)}\n`,
+    );
+    return {
+      urls,
+      mcpUrl: `${orchestrator}/mcp`,
+      adminUrl: `${orchestrator}/admin`,
+      viewerUrl: `${audit}/`,
+      fleetToken,
+      stateDir,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    if (error instanceof CliError) throw error;
+    throw new CliError('FLEET_UNAVAILABLE', `the fleet did not start: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+/**
+ * The pii-redactor process. Env: HOST (127.0.0.1), PORT (8081), PII_CONFIG (YAML; none =
+ * every entity type detected and redacted), PII_HMAC_KEY (or the variable the config's
+ * `hash.keyEnv` names: the key of `hash` pseudonyms and of the token vault), REDIS_URL
+ * (token vault), FLEET_TOKEN (bearer on /mcp), LOG_LEVEL, OTEL_*. Reloads PII_CONFIG when it
+ * changes; drains on SIGTERM.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  createLogger,
+  createReloadingFile,
+  listen,
+  onShutdown,
+  type ReloadingFile,
+} from '@fleet/interceptor-kit';
+import { type PiiConfig, parsePiiConfig } from '@fleet/pii';
+import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
+import { Redis } from 'ioredis';
+import { createPiiRedactorApp, engineFor, parsePiiConfigText, RedisTokenVault } from './app.ts';
+
+const env = process.env;
+const log = createLogger('pii-redactor', env.LOG_LEVEL ?? 'info');
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+const port = env.PORT === undefined || env.PORT === '' ? 8081 : Number(env.PORT);
+if (!Number.isInteger(port) || port < 0 || port > 65535)
+  fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
+
+let file: ReloadingFile<PiiConfig> | undefined;
+let config: PiiConfig;
+try {
+  if (env.PII_CONFIG) {
+    file = await createReloadingFile({
+      path: env.PII_CONFIG,
+      parse: parsePiiConfigText,
+      same: (a, b) => JSON.stringify(a) === JSON.stringify(b),
+      onReload: (next) => {
+        engine = engineFor(next, keyFor(next));
+        log.info({ file: env.PII_CONFIG }, 'PII config reloaded');
+      },
+      onReject: (error) =>
+        log.error(
+          { file: env.PII_CONFIG, err: error.message },
+          'PII config edit rejected; the last good config stays in force',
+        ),
+    });
+    config = file.current();
+  } else {
+    config = parsePiiConfig({});
+    log.info({}, 'no PII_CONFIG: every entity type is detected and redacted');
+  }
+} catch (error) {
+  fail(`cannot load PII_CONFIG ${env.PII_CONFIG}: ${(error as Error).message}`);
+}
+
+function keyFor(c: PiiConfig): string {
+  const key = env[c.hash.keyEnv];
+  if (key) return key;
+  return ephemeralKey;
+}
+const ephemeralKey = randomBytes(32).toString('base64url');
+if (!env[config.hash.keyEnv]) {
+  log.warn(
+    { keyEnv: config.hash.keyEnv },
+    `${config.hash.keyEnv} is not set: hash pseudonyms and tokens use a random key and do not survive a restart`,
+  );
+}
+let engine = engineFor(config, keyFor(config));
+
+const telemetry = startTelemetry(
+  telemetryOptionsFromEnv(env, { serviceName: 'pii-redactor', serviceVersion: '0.1.0' }),
+);
+const redis = new Redis(env.REDIS_URL || 'redis://127.0.0.1:6379', {
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+});
+redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
+const vault = new RedisTokenVault(redis, {
+  secret: keyFor(config),
+  ttlSeconds: config.tokens.ttlSeconds,
+});
+
+const app = createPiiRedactorApp({
+  engine: () => engine,
+  vault,
+  token: env.FLEET_TOKEN || undefined,
+  status: () => ({
+    ...(file ? file.status() : { path: null }),
+    defaultStrategy: engine.config.defaultStrategy,
+  }),
+  metricsHandler: telemetry.metricsHandler,
+});
+const listening = await listen(app.listener, {
+  service: 'pii-redactor',
+  host: env.HOST || '127.0.0.1',
+  port,
+});
+
+onShutdown(async () => {
+  await listening.close();
+  file?.close();
+  redis.disconnect();
+  await telemetry.shutdown();
+});
