@@ -16,8 +16,16 @@ export type {
 export { createAdminClient } from './admin-client.ts';
 export type { CommandContext } from './context.ts';
 export { createCommandContext, DEFAULT_ORCHESTRATOR_URL } from './context.ts';
+export { CUSTOMERS, createDemoServer, startDemoBackend } from './demo/backend.ts';
 export type { CliErrorCode, CliErrorOptions } from './errors.ts';
 export { CLI_ERROR_CODES, CliError } from './errors.ts';
+export type {
+  FleetEvents,
+  FleetService,
+  LocalFleet,
+  LocalFleetOptions,
+} from './fleet/local-fleet.ts';
+export { checkRedis, FLEET_SERVICES, REPO_ROOT, startLocalFleet } from './fleet/local-fleet.ts';
 export type { OverrideAssignment } from './overrides.ts';
 export { buildOverrides, parseOverrideAssignment } from './overrides.ts';
 export type { CommandModule } from './program.ts';

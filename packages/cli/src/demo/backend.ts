@@ -101,9 +101,8 @@ export async function startDemoBackend(
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     if (!req.url?.startsWith('/mcp')) {
-      res
-        .writeHead(req.url === '/healthz' ? 200 : 404, { 'content-type': 'application/json' })
-        .end('{}');
+      const ok = req.url === '/healthz' || req.url === '/readyz';
+      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{}');
       return;
     }
     const id = req.headers['mcp-session-id'];

@@ -1,0 +1,257 @@
+/**
+ * The real fleet as processes (orchestrator, pii-redactor, policy-validator, audit-logger,
+ * audit worker, demo backend, plus a stdio fixture backend and server-everything), on real
+ * Redis (a unique queue and registry prefix) and a real PostgreSQL database per run, driven
+ * by the official MCP SDK client.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type LocalFleet, startLocalFleet } from '@fleet/cli';
+import { type OtlpReceiver, startOtlpReceiver } from '@fleet/telemetry/testing';
+import { type EverythingServer, startEverything, stdioBackendCommand } from '@fleet/test-fixtures';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const RUN = randomBytes(4).toString('hex');
+const DATABASE = `e2e_${RUN}`;
+const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/test';
+const QUEUE = `e2e-${RUN}`;
+
+let fleet: LocalFleet;
+let receiver: OtlpReceiver;
+let everything: EverythingServer;
+const clients: Client[] = [];
+
+const AUTH = `auth:
+  mode: tokens
+  tokens:
+    - {token: alice-e2e-token-1, principal: {type: user, id: alice, claims: {roles: [admin]}}}
+    - {token: bob-e2e-token-123, principal: {type: user, id: bob, claims: {roles: []}}}`;
+
+beforeAll(async () => {
+  const admin = new pg.Client({ connectionString: ADMIN_DB });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${DATABASE}`);
+  await admin.end();
+  receiver = await startOtlpReceiver();
+  everything = await startEverything();
+  const stdio = stdioBackendCommand({ name: 'fx' });
+  fleet = await startLocalFleet({
+    port: 0,
+    stateDir: mkdtempSync(join(tmpdir(), 'fleet-e2e-')),
+    restart: true,
+    env: {
+      ...process.env,
+      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
+      AUDIT_QUEUE: QUEUE,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      LOG_LEVEL: 'warn',
+    },
+    extraBackends: [
+      `  - {id: fx, command: ${JSON.stringify(stdio.command)}, args: ${JSON.stringify(stdio.args)}, prefix: "fx_"}`,
+      `  - {id: everything, url: "${everything.url}", prefix: "ev_"}`,
+    ].join('\n'),
+    extraConfig: AUTH,
+  });
+}, 180_000);
+
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => undefined);
+  await fleet?.stop();
+  await everything?.close();
+  await receiver?.close();
+  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+  const keys = [...(await redis.keys(`bull:${QUEUE}:*`)), ...(await redis.keys('fleet-up-*'))];
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+  const admin = new pg.Client({ connectionString: ADMIN_DB });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+  await admin.end();
+}, 60_000);
+
+async function connect(token: string): Promise<Client> {
+  const client = new Client({ name: 'e2e', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(fleet.mcpUrl), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  clients.push(client);
+  return client;
+}
+
+const text = (result: unknown) =>
+  ((result as { content?: Array<{ text?: string }> }).content ?? [])
+    .map((c) => c.text ?? '')
+    .join(' ');
+const traceparent = (traceId: string) => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+
+async function auditTrace(
+  traceId: string,
+  until: (records: Array<Record<string, unknown>>) => boolean,
+) {
+  const deadline = Date.now() + 20_000;
+  let records: Array<Record<string, unknown>> = [];
+  while (Date.now() < deadline) {
+    const res = await fetch(`${fleet.urls['audit-logger']}/api/audit/traces/${traceId}`);
+    if (res.ok)
+      records = ((await res.json()) as { records: Array<Record<string, unknown>> }).records;
+    if (until(records)) return records;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return records;
+}
+
+describe('the fleet end to end', { timeout: 60_000 }, () => {
+  it('redacts PII on the way out and restores the caller’s own token on the way in', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    const bob = await connect('bob-e2e-token-123');
+    const seen = text(await alice.callTool({ name: 'lookup_customer', arguments: { id: '42' } }));
+    expect(seen).toContain('Ada Lovelace');
+    expect(seen).not.toContain('ada.lovelace@example.com');
+    expect(seen).toContain('1111');
+    expect(seen).not.toContain('4111 1111 1111 1111');
+    const token = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/.exec(seen)?.[0] ?? '';
+    expect(token).not.toBe('');
+    expect(
+      text(await alice.callTool({ name: 'send_email', arguments: { to: token, subject: 'hi' } })),
+    ).toContain('Delivered');
+    // Bob replays Alice's token: it is not restored, so the backend cannot deliver.
+    expect(
+      text(await bob.callTool({ name: 'send_email', arguments: { to: token, subject: 'hi' } })),
+    ).toContain('Could not deliver');
+  });
+
+  it('denies by policy with the rule id and filters tools/list per principal', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    const bob = await connect('bob-e2e-token-123');
+    const error = await bob
+      .callTool({ name: 'delete_record', arguments: { id: '42' } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32602);
+    expect(JSON.stringify((error as McpError).data)).toContain('admins-only-delete');
+    expect(text(await alice.callTool({ name: 'delete_record', arguments: { id: '7' } }))).toContain(
+      'Deleted',
+    );
+
+    const names = async (client: Client) => {
+      const all: string[] = [];
+      let cursor: string | undefined;
+      for (let i = 0; i < 10; i++) {
+        const page = await client.listTools(cursor === undefined ? {} : { cursor });
+        all.push(...page.tools.map((t) => t.name));
+        cursor = page.nextCursor;
+        if (!cursor) break;
+      }
+      return all;
+    };
+    expect(await names(alice)).toContain('delete_record');
+    const bobs = await names(bob);
+    expect(bobs).not.toContain('delete_record');
+    expect(bobs).toEqual(expect.arrayContaining(['lookup_customer', 'fx_echo', 'ev_echo']));
+  });
+
+  it('routes to the stdio fixture and to server-everything through the chain', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    expect(text(await alice.callTool({ name: 'fx_echo', arguments: { text: 'hello' } }))).toBe(
+      '[fx] hello',
+    );
+    expect(
+      text(
+        await alice.callTool({
+          name: 'ev_echo',
+          arguments: { message: 'mail me at x@example.com' },
+        }),
+      ),
+    ).not.toContain('x@example.com');
+  });
+
+  it('records every call in the audit trail, found by the client’s trace id, without raw PII', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    const traceId = randomBytes(16).toString('hex');
+    await alice.callTool({
+      name: 'lookup_customer',
+      arguments: { id: '7' },
+      _meta: { traceparent: traceparent(traceId) },
+    });
+    const records = await auditTrace(
+      traceId,
+      (r) =>
+        r.filter((x) => x.kind === 'chain').length >= 2 && r.some((x) => x.kind === 'invocation'),
+    );
+    const chain = records.filter((r) => r.kind === 'chain');
+    expect(chain.map((r) => r.phase)).toEqual(['request', 'response']);
+    expect(chain.every((r) => r.decision === 'allowed' && r.target === 'lookup_customer')).toBe(
+      true,
+    );
+    expect(records.some((r) => r.kind === 'invocation')).toBe(true);
+    const db = new pg.Client({
+      connectionString: `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
+    });
+    await db.connect();
+    try {
+      const { rows } = await db.query('SELECT record::text AS r FROM audit_records');
+      expect(rows.length).toBeGreaterThan(0);
+      const all = rows.map((row: { r: string }) => row.r).join('\n');
+      expect(all).not.toContain('alan.turing@example.org');
+      expect(all).not.toContain('5555 5555 5555 4444');
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('carries one trace across the orchestrator and every interceptor service', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    const traceId = randomBytes(16).toString('hex');
+    await alice.callTool({
+      name: 'get_weather',
+      arguments: { city: 'Oslo' },
+      _meta: { traceparent: traceparent(traceId) },
+    });
+    const wanted = ['orchestrator', 'pii-redactor', 'policy-validator', 'audit-logger'];
+    await receiver.waitFor(
+      (spans) =>
+        wanted.every((s) => spans.some((x) => x.traceId === traceId && x.serviceName === s)),
+      20_000,
+    );
+    const services = new Set(
+      receiver
+        .spans()
+        .filter((s) => s.traceId === traceId)
+        .map((s) => s.serviceName),
+    );
+    for (const s of wanted) expect(services.has(s)).toBe(true);
+  });
+
+  it('fails closed while the pii-redactor is down and recovers when it returns', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    expect(fleet.kill('pii-redactor')).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    const error = await alice
+      .callTool({ name: 'get_weather', arguments: { city: 'Rome' } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32603);
+    // The service's first interceptor on the request path (pii-guard) is the one reported.
+    expect(JSON.stringify((error as McpError).data)).toMatch(/"failedInterceptor":"pii-(guard|redactor)"/);
+    const deadline = Date.now() + 30_000;
+    let recovered = '';
+    while (Date.now() < deadline) {
+      recovered = await alice
+        .callTool({ name: 'get_weather', arguments: { city: 'Rome' } })
+        .then(text, () => '');
+      if (recovered) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(recovered).toContain('Rome');
+  });
+});
