@@ -1,12 +1,15 @@
 /**
- * @fleet/audit: the audit record schema and the producer that queues records on BullMQ
- * without ever making a request wait (bounded buffer, spill journal, ordered replay).
- * The worker, the PostgreSQL store and the query API are still to come.
+ * @fleet/audit: the audit record schema; the producer that queues records on BullMQ without
+ * ever making a request wait (bounded buffer, spill journal, ordered replay); the worker that
+ * validates, scrubs and stores them in batches, idempotently; the store (PostgreSQL, or
+ * embedded PGlite) with its migrations, queries and statistics; and retention.
  */
 
 export { AuditJournalInUseError } from './journal.ts';
 export type { AuditLogger, LogFields } from './logger.ts';
 export { createStderrLogger } from './logger.ts';
+export type { Migration } from './migrations.ts';
+export { MIGRATIONS } from './migrations.ts';
 export type { AuditProducer, AuditProducerMetrics, AuditProducerOptions } from './producer.ts';
 export {
   AUDIT_JOB_OPTIONS,
@@ -15,6 +18,25 @@ export {
   DEFAULT_REDIS_URL,
 } from './producer.ts';
 export type {
+  AuditCursor,
+  AuditPage,
+  AuditPageRequest,
+  AuditQueryIssue,
+  AuditRecordFilters,
+  QueryParameters,
+} from './query.ts';
+export {
+  AuditQueryError,
+  DEFAULT_QUERY_LIMIT,
+  DEFAULT_STATS_WINDOW_MS,
+  decodeCursor,
+  encodeCursor,
+  MAX_QUERY_LIMIT,
+  normaliseTraceId,
+  parseRecordQuery,
+  parseStatsQuery,
+} from './query.ts';
+export type {
   AuditAbortReason,
   AuditDecision,
   AuditInterceptor,
@@ -22,11 +44,13 @@ export type {
   AuditMessage,
   AuditPrincipal,
   AuditRecord,
+  AuditRecordBatch,
   AuditRecordInput,
   AuditRecordIssue,
   AuditStatus,
 } from './record.ts';
 export {
+  AUDIT_BATCH_JOB_NAME,
   AUDIT_JOB_NAME,
   AUDIT_QUEUE,
   AuditAbortReasonSchema,
@@ -46,3 +70,36 @@ export {
   SpanIdSchema,
   TraceIdSchema,
 } from './record.ts';
+export type { AuditRetention, AuditRetentionOptions, RetentionResult } from './retention.ts';
+export {
+  DEFAULT_RETENTION_DAYS,
+  DEFAULT_RETENTION_EVERY_MS,
+  RETENTION_QUEUE,
+  RETENTION_SCHEDULER_ID,
+  runRetention,
+  startAuditRetention,
+} from './retention.ts';
+export type { PayloadScrubber } from './scrub.ts';
+export { defaultScrubber, SCRUB_FAILED, scrubRecord } from './scrub.ts';
+export type {
+  AuditStats,
+  AuditStore,
+  AuditStoreOptions,
+  InterceptorStats,
+  LatencySummary,
+} from './store.ts';
+export {
+  AuditStoreError,
+  DEFAULT_PGLITE_DIR,
+  MAX_TRACE_RECORDS,
+  openAuditStore,
+  STATS_TOP_TOOLS,
+} from './store.ts';
+export { parseDuration, parseTimeBound } from './time.ts';
+export type {
+  AuditWorker,
+  AuditWorkerHooks,
+  AuditWorkerMetrics,
+  AuditWorkerOptions,
+} from './worker.ts';
+export { createAuditWorker } from './worker.ts';

@@ -15,7 +15,13 @@ import { type DefaultJobOptions, Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AuditJournalInUseError, createJournal, lockJournal } from './journal.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
-import { AUDIT_JOB_NAME, AUDIT_QUEUE, type AuditRecord } from './record.ts';
+import {
+  AUDIT_BATCH_JOB_NAME,
+  AUDIT_JOB_NAME,
+  AUDIT_QUEUE,
+  type AuditRecord,
+  type AuditRecordBatch,
+} from './record.ts';
 
 /** Where the journal goes unless `journalPath` says otherwise (relative to the cwd). */
 export const DEFAULT_JOURNAL_PATH = '.fleet/audit-journal.ndjson';
@@ -47,8 +53,15 @@ export interface AuditProducerOptions {
   queue?: string;
   /** BullMQ key prefix. Default BullMQ's own (`bull`). */
   prefix?: string;
-  /** Most records per `addBulk`. Default 500. */
+  /** Most records per `addBulk` (or per batch job). Default 500. */
   batchSize?: number;
+  /**
+   * Send each batch as one `audit-batch` job instead of one `audit` job per record: one
+   * BullMQ job (a few Redis round trips) per batch rather than per record, which is what
+   * lifts the pipeline past BullMQ's per-job rate (see the benchmark). The worker reads both
+   * shapes. Default false: one job per record, job id = record id.
+   */
+  batchJobs?: boolean;
   /** How long a record may wait for companions before its batch is sent. Default 50 ms. */
   flushIntervalMs?: number;
   /**
@@ -149,6 +162,11 @@ function hasUlidId(record: unknown): record is AuditRecord {
   return typeof id === 'string' && ULID_PATTERN.test(id);
 }
 
+/** The job id of a batch job: its first and last record ids and its size. */
+function batchJobId(records: readonly AuditRecord[]): string {
+  return `batch-${records[0]?.id}-${records.at(-1)?.id}-${records.length}`;
+}
+
 function isSerialisable(record: unknown): boolean {
   try {
     return typeof JSON.stringify(record) === 'string';
@@ -183,6 +201,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     queue: queueName = AUDIT_QUEUE,
     prefix,
     journalPath = DEFAULT_JOURNAL_PATH,
+    batchJobs = false,
   } = options;
   const batchSize = checkInteger('batchSize', options.batchSize ?? 500, 1);
   const flushIntervalMs = checkNumber('flushIntervalMs', options.flushIntervalMs ?? 50, 0);
@@ -221,13 +240,13 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 16), maxReconnectDelayMs),
   };
   let created: Redis | undefined;
-  let queue: Queue<AuditRecord>;
+  let queue: Queue<AuditRecord | AuditRecordBatch>;
   try {
     created =
       typeof connection === 'string'
         ? new Redis(connection, redisOptions)
         : new Redis(redisOptions);
-    queue = new Queue<AuditRecord>(queueName, {
+    queue = new Queue<AuditRecord | AuditRecordBatch>(queueName, {
       connection: created,
       ...(prefix === undefined ? {} : { prefix }),
       // The version probe runs once per Queue; if it failed (Redis gone right after
@@ -345,7 +364,20 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   const send = async (records: readonly AuditRecord[]): Promise<SendResult> => {
     const timeoutMs = Math.max(0, Math.min(sendTimeoutMs, sendDeadline - Date.now()));
     const attempt = queue.addBulk(
-      records.map((record) => ({ name: AUDIT_JOB_NAME, data: record, opts: { jobId: record.id } })),
+      batchJobs
+        ? [
+            {
+              name: AUDIT_BATCH_JOB_NAME,
+              data: { records: [...records] },
+              // The same batch sent again (a timed-out send) collapses into one job.
+              opts: { jobId: batchJobId(records) },
+            },
+          ]
+        : records.map((record) => ({
+            name: AUDIT_JOB_NAME,
+            data: record,
+            opts: { jobId: record.id },
+          })),
     );
     // Settles after a timeout too; a late success is harmless (job ids collapse duplicates).
     attempt.catch(() => undefined);

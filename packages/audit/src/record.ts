@@ -17,6 +17,17 @@ export const AUDIT_QUEUE = 'fleet-audit';
 /** The BullMQ job name of an audit record. */
 export const AUDIT_JOB_NAME = 'audit';
 
+/**
+ * The BullMQ job name of a batch of audit records (`{records: AuditRecord[]}`), sent by a
+ * producer with `batchJobs: true`. The worker reads both shapes.
+ */
+export const AUDIT_BATCH_JOB_NAME = 'audit-batch';
+
+/** The data of an {@link AUDIT_BATCH_JOB_NAME} job. */
+export interface AuditRecordBatch {
+  records: AuditRecord[];
+}
+
 /** Longest `payloadPreview` kept; {@link createAuditRecord} cuts longer previews to this. */
 export const PAYLOAD_PREVIEW_MAX_LENGTH = 4096;
 

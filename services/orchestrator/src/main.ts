@@ -67,6 +67,8 @@ const producer = config.audit.enabled
   ? createAuditProducer({
       connection: redisUrl,
       queue: config.audit.queue,
+      // One job per batch of records: BullMQ's per-job cost otherwise caps the pipeline.
+      batchJobs: true,
       journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
       logger: {
         info: (m, f) => log.info(f ?? {}, m),

@@ -28,7 +28,7 @@ interface PendingRequest {
   sse: boolean;
 }
 
-function sendError(res: ServerResponse, status: number, code: number, message: string): void {
+function sendError(res: ServerResponse, status: number, code: number, message: string): undefined {
   const body = JSON.stringify(errorEnvelope(undefined, code, message));
   res
     .writeHead(status, {
@@ -63,7 +63,7 @@ export class SessionTransport implements Transport {
     req: IncomingMessage & { auth?: AuthInfo },
     res: ServerResponse,
     body?: unknown,
-  ): void {
+  ): undefined {
     if (req.method === 'POST') return this.#post(req, res, body as Message);
     if (req.method === 'GET') return this.#get(req, res);
     if (req.method === 'DELETE') {
@@ -75,7 +75,11 @@ export class SessionTransport implements Transport {
     sendError(res, 405, JsonRpcCode.INVALID_REQUEST, 'Method not allowed');
   }
 
-  #post(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse, message: Message): void {
+  #post(
+    req: IncomingMessage & { auth?: AuthInfo },
+    res: ServerResponse,
+    message: Message,
+  ): undefined {
     const accept = req.headers.accept ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       return sendError(
@@ -149,7 +153,7 @@ export class SessionTransport implements Transport {
     this.onmessage?.(message as JSONRPCMessage, extra);
   }
 
-  #get(req: IncomingMessage, res: ServerResponse): void {
+  #get(req: IncomingMessage, res: ServerResponse): undefined {
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
       return sendError(
         res,

@@ -84,6 +84,7 @@ describe('audit records in the queue', () => {
       queue: queueName,
       prefix: bullPrefix,
       journalPath: join(dir, 'journal.ndjson'),
+      batchJobs: true,
       logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
     });
     defer(() => producer.close());
@@ -126,7 +127,7 @@ auth:
     await producer.flush();
     expect(producer.metrics()).toMatchObject({ dropped: 0, rejected: 0, journaled: 0 });
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const queue = new Queue<AuditRecord>(queueName, { connection, prefix: bullPrefix });
+    const queue = new Queue(queueName, { connection, prefix: bullPrefix });
     let records: AuditRecord[];
     try {
       const jobs = await queue.getJobs(
@@ -135,8 +136,10 @@ auth:
         -1,
         true,
       );
-      // The worker's parse must accept every record the orchestrator writes.
-      records = jobs.map((job) => parseAuditRecord(job.data));
+      // The orchestrator writes batch jobs ({records}); the worker's parse must accept each record.
+      records = jobs
+        .sort((a, b) => Number(a.timestamp) - Number(b.timestamp))
+        .flatMap((job) => ((job.data as { records?: unknown[] }).records ?? [job.data]).map((r) => parseAuditRecord(r)));
     } finally {
       await queue.close();
       connection.disconnect();

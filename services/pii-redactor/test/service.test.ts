@@ -7,11 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { listen } from '@fleet/interceptor-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createPiiRedactorApp, engineFor, parsePiiConfigText, RedisTokenVault } from '../src/app.ts';
+import {
+  createPiiRedactorApp,
+  engineFor,
+  parsePiiConfigText,
+  RedisTokenVault,
+} from '../src/app.ts';
 
 const AnyResult = z.object({}).passthrough();
 const prefix = `test-pii-${randomUUID()}`;
@@ -30,7 +34,11 @@ entities:
 beforeAll(async () => {
   const config = parsePiiConfigText(CONFIG);
   const engine = engineFor(config, 'test-hmac-key-0123456789');
-  const vault = new RedisTokenVault(redis, { secret: 'test-hmac-key-0123456789', prefix, ttlSeconds: 60 });
+  const vault = new RedisTokenVault(redis, {
+    secret: 'test-hmac-key-0123456789',
+    prefix,
+    ttlSeconds: 60,
+  });
   const app = createPiiRedactorApp({ engine: () => engine, vault });
   const listening = await listen(app.listener, { service: 'pii-redactor', announce: false });
   url = `${listening.url}/mcp`;
@@ -58,12 +66,36 @@ async function client(): Promise<Client> {
 const alice = { type: 'user', id: 'alice' };
 const mallory = { type: 'user', id: 'mallory' };
 
-function invoke(c: Client, name: string, phase: 'request' | 'response', payload: unknown, principal: unknown, extra: Record<string, unknown> = {}) {
-  return c.request({ method: 'interceptor/invoke', params: { name, event: 'tools/call', phase, payload, context: { principal, timestamp: new Date().toISOString(), ...extra } } }, AnyResult);
+function invoke(
+  c: Client,
+  name: string,
+  phase: 'request' | 'response',
+  payload: unknown,
+  principal: unknown,
+  extra: Record<string, unknown> = {},
+) {
+  return c.request(
+    {
+      method: 'interceptor/invoke',
+      params: {
+        name,
+        event: 'tools/call',
+        phase,
+        payload,
+        context: { principal, timestamp: new Date().toISOString(), ...extra },
+      },
+    },
+    AnyResult,
+  );
 }
 
 const RESULT = {
-  content: [{ type: 'text', text: 'Customer: ada.lovelace@example.com, +1 415 555 0132, card 4111 1111 1111 1111, IBAN GB82 WEST 1234 5698 7654 32' }],
+  content: [
+    {
+      type: 'text',
+      text: 'Customer: ada.lovelace@example.com, +1 415 555 0132, card 4111 1111 1111 1111, IBAN GB82 WEST 1234 5698 7654 32',
+    },
+  ],
 };
 
 describe('pii-redactor', () => {
@@ -71,8 +103,16 @@ describe('pii-redactor', () => {
     const c = await client();
     const list = await c.request({ method: 'interceptors/list', params: {} }, AnyResult);
     expect(list.interceptors).toEqual([
-      expect.objectContaining({ name: 'pii-redactor', type: 'mutation', priorityHint: { request: -1000, response: 1000 } }),
-      expect.objectContaining({ name: 'pii-guard', type: 'validation', hooks: [{ events: ['tools/call'], phase: 'request' }] }),
+      expect.objectContaining({
+        name: 'pii-redactor',
+        type: 'mutation',
+        priorityHint: { request: -1000, response: 1000 },
+      }),
+      expect.objectContaining({
+        name: 'pii-guard',
+        type: 'validation',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+      }),
     ]);
   });
 
@@ -86,7 +126,9 @@ describe('pii-redactor', () => {
     expect(text).toContain('1111');
     expect(text).not.toContain('4111 1111 1111 1111');
     expect(text).not.toContain('GB82 WEST');
-    expect(out.info).toMatchObject({ counts: { EMAIL_ADDRESS: 1, PHONE_NUMBER: 1, CREDIT_CARD: 1, IBAN_CODE: 1 } });
+    expect(out.info).toMatchObject({
+      counts: { EMAIL_ADDRESS: 1, PHONE_NUMBER: 1, CREDIT_CARD: 1, IBAN_CODE: 1 },
+    });
     expect(JSON.stringify(out.info)).not.toContain('ada.lovelace');
     const token = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/.exec(text)?.[0];
     expect(token).toBeDefined();
@@ -98,7 +140,11 @@ describe('pii-redactor', () => {
     // Alice sends her token back: the backend gets the real address.
     const request = { name: 'send_email', arguments: { to: token, subject: 'hi' } };
     const restored = await invoke(c, 'pii-redactor', 'request', request, alice);
-    expect(restored).toMatchObject({ modified: true, payload: { arguments: { to: 'ada.lovelace@example.com' } }, info: { restored: 1 } });
+    expect(restored).toMatchObject({
+      modified: true,
+      payload: { arguments: { to: 'ada.lovelace@example.com' } },
+      info: { restored: 1 },
+    });
 
     // Mallory replays Alice's token: it is not restored.
     const stolen = await invoke(c, 'pii-redactor', 'request', request, mallory);
@@ -109,10 +155,16 @@ describe('pii-redactor', () => {
   it('scopes tokens to the session when there is one', async () => {
     const c = await client();
     const out = await invoke(c, 'pii-redactor', 'response', RESULT, alice, { sessionId: 's-1' });
-    const token = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/.exec((out.payload as typeof RESULT).content[0]?.text ?? '')?.[0];
+    const token = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/.exec(
+      (out.payload as typeof RESULT).content[0]?.text ?? '',
+    )?.[0];
     const request = { name: 'send_email', arguments: { to: token } };
-    expect((await invoke(c, 'pii-redactor', 'request', request, alice, { sessionId: 's-2' })).info).toMatchObject({ restored: 0 });
-    expect((await invoke(c, 'pii-redactor', 'request', request, alice, { sessionId: 's-1' })).info).toMatchObject({ restored: 1 });
+    expect(
+      (await invoke(c, 'pii-redactor', 'request', request, alice, { sessionId: 's-2' })).info,
+    ).toMatchObject({ restored: 0 });
+    expect(
+      (await invoke(c, 'pii-redactor', 'request', request, alice, { sessionId: 's-1' })).info,
+    ).toMatchObject({ restored: 1 });
   });
 
   it('keeps the vault encrypted: no raw value in Redis', async () => {
@@ -129,25 +181,56 @@ describe('pii-redactor', () => {
   it('pii-guard blocks secrets in arguments, naming type and path but never the value', async () => {
     const c = await client();
     const secret = 'AKIAIOSFODNN7EXAMPLE';
-    const verdict = await invoke(c, 'pii-guard', 'request', { name: 'deploy', arguments: { config: { key: secret } } }, alice);
+    const verdict = await invoke(
+      c,
+      'pii-guard',
+      'request',
+      { name: 'deploy', arguments: { config: { key: secret } } },
+      alice,
+    );
     expect(verdict.valid).toBe(false);
     const text = JSON.stringify(verdict);
     expect(text).toContain('AWS');
     expect(text).toContain('arguments.config.key');
     expect(text).not.toContain(secret);
-    expect(await invoke(c, 'pii-guard', 'request', { name: 'deploy', arguments: { region: 'eu' } }, alice)).toMatchObject({ valid: true });
+    expect(
+      await invoke(
+        c,
+        'pii-guard',
+        'request',
+        { name: 'deploy', arguments: { region: 'eu' } },
+        alice,
+      ),
+    ).toMatchObject({ valid: true });
   });
 
   it('refuses a 10,000-deep payload with a clear error and keeps serving', async () => {
     // Built as text and sent raw: a stock client would overflow its own stack validating it.
     const deep = `${'['.repeat(10_000)}"x"${']'.repeat(10_000)}`;
     const body = `{"jsonrpc":"2.0","id":7,"method":"interceptor/invoke","params":{"name":"pii-redactor","event":"tools/call","phase":"response","payload":{"content":[{"type":"text","text":"a"}],"structuredContent":{"deep":${deep}}},"context":{"principal":{"type":"user","id":"alice"}}}}`;
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body,
+    });
     const answer = (await res.json()) as { id: number; error?: { code: number; data?: unknown } };
     expect(answer.id).toBe(7);
     expect(answer.error?.code).toBe(-32603);
     expect(JSON.stringify(answer.error?.data)).toMatch(/depth/i);
     const c = await client();
-    expect((await invoke(c, 'pii-redactor', 'response', { content: [{ type: 'text', text: 'nothing here' }] }, alice)).modified).toBe(false);
+    expect(
+      (
+        await invoke(
+          c,
+          'pii-redactor',
+          'response',
+          { content: [{ type: 'text', text: 'nothing here' }] },
+          alice,
+        )
+      ).modified,
+    ).toBe(false);
   });
 });

@@ -242,7 +242,9 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32603);
     // The service's first interceptor on the request path (pii-guard) is the one reported.
-    expect(JSON.stringify((error as McpError).data)).toMatch(/"failedInterceptor":"pii-(guard|redactor)"/);
+    expect(JSON.stringify((error as McpError).data)).toMatch(
+      /"failedInterceptor":"pii-(guard|redactor)"/,
+    );
     const deadline = Date.now() + 30_000;
     let recovered = '';
     while (Date.now() < deadline) {

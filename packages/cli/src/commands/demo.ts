@@ -120,7 +120,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         const denied = await call('delete_record', 'delete_record', { id: '42' });
         if (denied.error) {
           out(
-            `   delete_record(id: "42") → JSON-RPC error ${denied.error.code}: ${denied.error.message}`,
+            `   delete_record(id: "42") → JSON-RPC error ${denied.error.code}: ${denied.error.message.replace(/^MCP error -?\d+: /, '')}`,
           );
         } else out(`   delete_record was allowed: ${textOf(denied.result)}`);
 
@@ -164,7 +164,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
                 `     ${r.phase.padEnd(8)} ${r.decision.padEnd(7)} ${parts || 'no interceptors'}${why}`,
               );
             }
-            out(`     ${auditUrl}/?trace=${traceId}`);
+            out(`     ${auditUrl}/?traceId=${traceId}`);
           }
         }
         out('');

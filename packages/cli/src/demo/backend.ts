@@ -102,7 +102,9 @@ export async function startDemoBackend(
   const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     if (!req.url?.startsWith('/mcp')) {
       const ok = req.url === '/healthz' || req.url === '/readyz';
-      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(ok ? '{"status":"ok"}' : '{}');
+      res
+        .writeHead(ok ? 200 : 404, { 'content-type': 'application/json' })
+        .end(ok ? '{"status":"ok"}' : '{}');
       return;
     }
     const id = req.headers['mcp-session-id'];

@@ -243,15 +243,25 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
     });
     return url.then(async (u) => {
       await readyOf(u, readyTimeoutMs).catch((error: Error) => {
-        throw new Error(`${service} is not ready: ${error.message}; see ${join(stateDir, 'logs', `${service}.log`)}`);
+        throw new Error(
+          `${service} is not ready: ${error.message}; see ${join(stateDir, 'logs', `${service}.log`)}`,
+        );
       });
       events.ready?.(service, u, Date.now() - started);
       return u;
     });
   };
 
+  // If this process goes away without stop() (killed, crashed), take the children with it.
+  const orphanGuard = () => {
+    for (const { process: child } of children.values())
+      if (child.exitCode === null) child.kill('SIGTERM');
+  };
+  process.once('exit', orphanGuard);
+
   const stop = async () => {
     stopping = true;
+    process.off('exit', orphanGuard);
     const order = [...FLEET_SERVICES].reverse();
     for (const service of order) {
       const child = children.get(service)?.process;
@@ -285,16 +295,22 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
         0,
       ),
     ]);
+    // PGlite (no DATABASE_URL) serves one process: the worker then runs inside the
+    // audit-logger; with PostgreSQL it is its own process, as in production.
+    const embedded = !env.DATABASE_URL;
     const auditEnv = {
-      AUDIT_WORKER: 'false',
+      AUDIT_WORKER: embedded ? 'true' : 'false',
       AUDIT_JOURNAL: join(stateDir, 'audit-logger-journal.ndjson'),
+      AUDIT_PGLITE_DIR: join(stateDir, 'audit-pglite'),
     };
     const audit = await spawnService('audit-logger', auditEnv, 0);
-    const worker = await spawnService(
-      'audit-worker',
-      { AUDIT_JOURNAL: join(stateDir, 'audit-worker-journal.ndjson') },
-      0,
-    );
+    const worker = embedded
+      ? audit
+      : await spawnService(
+          'audit-worker',
+          { AUDIT_JOURNAL: join(stateDir, 'audit-worker-journal.ndjson') },
+          0,
+        );
     const configPath = options.configPath ?? join(stateDir, 'fleet.yaml');
     if (options.configPath === undefined) {
       writeFileSync(

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import {
+  AuditQueryError,
+  decodeCursor,
+  encodeCursor,
+  normaliseTraceId,
+  parseRecordQuery,
+  parseStatsQuery,
+} from './query.ts';
+
+const NOW = new Date('2025-06-01T12:00:00.000Z');
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CURSOR = encodeCursor({
+  timestamp: '2025-06-01T11:00:00.000Z',
+  id: '01JX0000000000000000000000',
+});
+
+function issuesOf(params: Record<string, unknown>): Array<{ parameter: string }> {
+  try {
+    parseRecordQuery(params, NOW);
+  } catch (error) {
+    expect(error).toBeInstanceOf(AuditQueryError);
+    return [...(error as AuditQueryError).issues];
+  }
+  throw new Error('expected an AuditQueryError');
+}
+
+describe('parseRecordQuery', () => {
+  it('turns every parameter into a filter', () => {
+    expect(
+      parseRecordQuery(
+        {
+          traceId: TRACE.toUpperCase(),
+          tool: 'get_weather',
+          event: 'tools/call',
+          principal: 'alice',
+          decision: 'denied',
+          interceptor: 'pii-guard',
+          since: '1h',
+          until: '2025-06-01T11:59:00Z',
+          limit: '20',
+          cursor: CURSOR,
+        },
+        NOW,
+      ),
+    ).toEqual({
+      filters: {
+        traceId: TRACE,
+        tool: 'get_weather',
+        event: 'tools/call',
+        principal: 'alice',
+        decision: 'denied',
+        interceptor: 'pii-guard',
+        since: new Date('2025-06-01T11:00:00.000Z'),
+        until: new Date('2025-06-01T11:59:00.000Z'),
+      },
+      page: { limit: 20, cursor: CURSOR },
+    });
+  });
+
+  it('accepts no parameters at all', () => {
+    expect(parseRecordQuery({}, NOW)).toEqual({ filters: {}, page: {} });
+  });
+
+  it.each([
+    [{ traceId: 'abc' }, 'traceId'],
+    [{ traceId: '0'.repeat(32) }, 'traceId'],
+    [{ decision: 'maybe' }, 'decision'],
+    [{ since: 'yesterday' }, 'since'],
+    [{ until: '2025-02-30' }, 'until'],
+    [{ since: '1h', until: '2h' }, 'until'],
+    [{ limit: '0' }, 'limit'],
+    [{ limit: '501' }, 'limit'],
+    [{ limit: 'ten' }, 'limit'],
+    [{ limit: '1.5' }, 'limit'],
+    [{ cursor: 'garbage' }, 'cursor'],
+    [{ cursor: Buffer.from('[1,2]').toString('base64url') }, 'cursor'],
+    [{ tool: '' }, 'tool'],
+    [{ tool: ['a', 'b'] }, 'tool'],
+    [{ principal: 'x'.repeat(1025) }, 'principal'],
+    [{ trace_id: TRACE }, 'trace_id'],
+  ])('%j is refused, naming %s', (params, parameter) => {
+    expect(issuesOf(params).map((i) => i.parameter)).toEqual([parameter]);
+  });
+
+  it('names every bad parameter at once', () => {
+    expect(
+      issuesOf({ limit: '0', decision: 'x', foo: '1' })
+        .map((i) => i.parameter)
+        .sort(),
+    ).toEqual(['decision', 'foo', 'limit']);
+  });
+});
+
+describe('parseStatsQuery', () => {
+  it('defaults to the last day', () => {
+    expect(parseStatsQuery({}, NOW)).toEqual({ since: new Date('2025-05-31T12:00:00.000Z') });
+    expect(parseStatsQuery({ since: '7d', until: '1d' }, NOW)).toEqual({
+      since: new Date('2025-05-25T12:00:00.000Z'),
+      until: new Date('2025-05-31T12:00:00.000Z'),
+    });
+  });
+
+  it('refuses unknown and bad parameters', () => {
+    expect(() => parseStatsQuery({ since: 'soon' }, NOW)).toThrow(/since/);
+    expect(() => parseStatsQuery({ tool: 'x' }, NOW)).toThrow(AuditQueryError);
+  });
+});
+
+describe('cursors and trace ids', () => {
+  it('round-trip a cursor and refuse anything else', () => {
+    const cursor = { timestamp: '2025-06-01T11:00:00.000Z', id: '01JX0000000000000000000000' };
+    expect(decodeCursor(encodeCursor(cursor))).toEqual(cursor);
+    for (const bad of ['', '!!', 'e30', Buffer.from('["x","y"]').toString('base64url')])
+      expect(decodeCursor(bad)).toBeUndefined();
+  });
+
+  it('normalise trace ids to lowercase and refuse malformed ones', () => {
+    expect(normaliseTraceId(TRACE.toUpperCase())).toBe(TRACE);
+    expect(normaliseTraceId('xyz')).toBeUndefined();
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * PII scrubbing of what the worker stores. The PII engine (`@fleet/pii`) plugs in as a
+ * {@link PayloadScrubber}; until then a conservative built-in one redacts anything that looks
+ * like an email address, a run of six or more digits (phone, card, account numbers, with or
+ * without separators), a bearer token or JWT, or the value of a secret-looking key.
+ */
+import type { AuditRecord } from './record.ts';
+
+/** Turns text that may hold PII into text that does not. Must be pure and synchronous. */
+export type PayloadScrubber = (text: string) => string;
+
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+// Six or more digits, possibly split by spaces, dots, dashes or slashes (4111 1111 1111
+// 1111, +1 (555) 010-9999 reduces to digit groups), or an IPv4-like quad.
+const DIGIT_RUN = /\+?\d(?:[\s./()-]{0,2}\d){5,}/g;
+const JWT = /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
+const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+const SECRET_KEY =
+  /(["']?)\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|auth(?:orization)?|credential|session[_-]?id|cookie|ssn|signature)[A-Za-z0-9_-]*)\1(\s*[:=]\s*)(?!\[SECRET\])("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;&}\]]+)/gi;
+
+/** The built-in scrubber: emails, digit runs ≥ 6, bearer tokens, JWTs, key=value secrets. */
+export const defaultScrubber: PayloadScrubber = (text) =>
+  // Tokens first, so `authorization: Bearer abc` loses the token, not just the word Bearer.
+  text
+    .replace(BEARER, (_match, scheme: string) => `${scheme} [SECRET]`)
+    .replace(JWT, '[SECRET]')
+    .replace(SECRET_KEY, (_match, quote: string, key: string, separator: string, value: string) => {
+      const wrapped = value.startsWith('"') ? '"' : value.startsWith("'") ? "'" : '';
+      return `${quote}${key}${quote}${separator}${wrapped}[SECRET]${wrapped}`;
+    })
+    .replace(EMAIL, '[EMAIL]')
+    .replace(DIGIT_RUN, '[NUMBER]');
+
+/** Text put in place of a preview the scrubber failed on: never store the original. */
+export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
+
+/**
+ * A copy of `record` with its free text scrubbed: `payloadPreview`, abort reasons and
+ * validator messages. A scrubber that throws blanks the text instead of leaking it; `failed`
+ * counts those.
+ */
+export function scrubRecord(
+  record: AuditRecord,
+  scrub: PayloadScrubber,
+): { record: AuditRecord; failed: number } {
+  let failed = 0;
+  const clean = (text: string): string => {
+    try {
+      const result = scrub(text);
+      if (typeof result === 'string') return result;
+    } catch {
+      // fall through
+    }
+    failed++;
+    return SCRUB_FAILED;
+  };
+  const copy: AuditRecord = { ...record };
+  if (record.payloadPreview !== undefined) copy.payloadPreview = clean(record.payloadPreview);
+  if (record.abortReasons.length > 0)
+    copy.abortReasons = record.abortReasons.map((a) => ({ ...a, reason: clean(a.reason) }));
+  if (record.interceptors.some((i) => i.messages?.length))
+    copy.interceptors = record.interceptors.map((i) =>
+      i.messages?.length
+        ? { ...i, messages: i.messages.map((m) => ({ ...m, message: clean(m.message) })) }
+        : i,
+    );
+  return { record: copy, failed };
+}

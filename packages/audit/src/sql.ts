@@ -1,0 +1,119 @@
+/**
+ * The one seam between the audit store's SQL and its two engines: PostgreSQL through a `pg`
+ * pool, and PGlite (PostgreSQL compiled to WASM, in process). The store speaks only this
+ * interface, so both engines run the same statements and the same migrations.
+ */
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+/** Statements inside one transaction. */
+export interface SqlTransaction {
+  /** One statement with `$n` parameters; the result rows. */
+  query<Row>(text: string, params?: readonly unknown[]): Promise<Row[]>;
+  /** Several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+/** A connection (pool) to one database. */
+export interface SqlEngine extends SqlTransaction {
+  readonly kind: 'postgres' | 'pglite';
+  /** Run `work` in a transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: SqlTransaction) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** A SQL identifier, double-quoted. @throws RangeError for anything but a plain name. */
+export function quoteIdentifier(name: string): string {
+  if (!IDENTIFIER.test(name))
+    throw new RangeError(`"${name}" is not a plain SQL identifier (letters, digits, _)`);
+  return `"${name}"`;
+}
+
+/** Options for {@link createPostgresEngine}. */
+export interface PostgresEngineOptions {
+  /** `postgres://` URL. */
+  connectionString: string;
+  /** Schema to work in (its `search_path`); default the server's. */
+  schema?: string | undefined;
+  /** Most pooled connections. Default 10. */
+  max?: number;
+  /** Reports idle-connection errors (the pool replaces the connection). */
+  onError?: (error: Error) => void;
+}
+
+/** PostgreSQL through a `pg` pool. */
+export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine {
+  const { connectionString, schema, max = 10, onError } = options;
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    application_name: 'fleet-audit',
+    ...(schema === undefined ? {} : { options: `-c search_path=${quoteIdentifier(schema)}` }),
+  });
+  // Without a listener an idle client's error (server restart) would crash the process.
+  pool.on('error', (error) => onError?.(error));
+  return {
+    kind: 'postgres',
+    async query<Row>(text: string, params: readonly unknown[] = []) {
+      const result = await pool.query(text, params as unknown[]);
+      return result.rows as Row[];
+    },
+    async exec(script) {
+      await pool.query(script);
+    },
+    async transaction(work) {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await work({
+          query: async <Row>(text: string, params: readonly unknown[] = []) =>
+            (await client.query(text, params as unknown[])).rows as Row[],
+          exec: async (script) => {
+            await client.query(script);
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          broken = rollbackError as Error;
+        });
+        throw error;
+      } finally {
+        // A connection whose rollback failed is discarded rather than reused.
+        client.release(broken);
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** PGlite with its data in `dataDir` (created if missing). First open takes seconds. */
+export async function createPgliteEngine(dataDir: string): Promise<SqlEngine> {
+  mkdirSync(dataDir, { recursive: true });
+  const db = await PGlite.create(dataDir);
+  return {
+    kind: 'pglite',
+    async query<Row>(text: string, params: readonly unknown[] = []) {
+      return (await db.query<Row>(text, params as unknown[])).rows;
+    },
+    async exec(script) {
+      await db.exec(script);
+    },
+    transaction: (work) =>
+      db.transaction((tx) =>
+        work({
+          query: async <Row>(text: string, params: readonly unknown[] = []) =>
+            (await tx.query<Row>(text, params as unknown[])).rows,
+          exec: async (script) => {
+            await tx.exec(script);
+          },
+        }),
+      ),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,408 @@
+/**
+ * One table of store tests run against both engines: real PostgreSQL (a schema of its own)
+ * and PGlite (a temporary directory). Same SQL, same migrations, same answers.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { captureLogger } from '../test/helpers.ts';
+import {
+  openPgliteTestStore,
+  openPostgresTestStore,
+  recordAt,
+  spanId,
+  T0,
+  type TestStore,
+  traceId,
+} from '../test/stores.ts';
+import {
+  AuditQueryError,
+  type AuditRecord,
+  type AuditRecordFilters,
+  type AuditStore,
+  AuditStoreError,
+  decodeCursor,
+  encodeCursor,
+  MIGRATIONS,
+  openAuditStore,
+  runRetention,
+} from './index.ts';
+
+const ids = (records: readonly AuditRecord[]): string[] => records.map((r) => r.id);
+
+/** Newest first, ties by id descending: the order of a listing. */
+const newestFirst = (records: readonly AuditRecord[]): AuditRecord[] =>
+  [...records].sort((a, b) => {
+    const byTime = Date.parse(b.timestamp) - Date.parse(a.timestamp);
+    if (byTime !== 0) return byTime;
+    return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+  });
+
+async function everyPage(
+  store: AuditStore,
+  filters: AuditRecordFilters,
+  limit: number,
+): Promise<{ records: AuditRecord[]; pages: number }> {
+  const records: AuditRecord[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await store.query(filters, cursor === undefined ? { limit } : { cursor, limit });
+    records.push(...page.records);
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor !== undefined && pages < 1000);
+  return { records, pages };
+}
+
+/** PostgreSQL's percentile_cont (linear interpolation), rounded like the store rounds. */
+function percentileCont(values: readonly number[], fraction: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const position = (sorted.length - 1) * fraction;
+  const lower = sorted[Math.floor(position)] as number;
+  const upper = sorted[Math.ceil(position)] as number;
+  return Math.round((lower + (upper - lower) * (position - Math.floor(position))) * 1000) / 1000;
+}
+
+const trace1 = traceId();
+const trace2 = traceId();
+
+/** A small world of records that every filter can cut differently. */
+function world(): AuditRecord[] {
+  return [
+    recordAt(0, {
+      traceId: trace1,
+      spanId: spanId(),
+      principal: { type: 'user', id: 'alice', claims: { roles: ['admin'], tenant: 'acme' } },
+      sessionId: 'session-1',
+      backend: 'everything',
+      interceptors: [
+        {
+          name: 'pii-guard',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'allowed',
+          durationMs: 2,
+        },
+        {
+          name: 'audit-logger',
+          type: 'validation',
+          mode: 'audit',
+          outcome: 'allowed',
+          durationMs: 0.5,
+        },
+      ],
+      durationMs: 10,
+    }),
+    recordAt(1000, {
+      traceId: trace1,
+      phase: 'response',
+      principal: { type: 'user', id: 'alice' },
+      interceptors: [
+        {
+          name: 'pii-redactor',
+          type: 'mutation',
+          mode: 'active',
+          outcome: 'modified',
+          durationMs: 4,
+        },
+      ],
+      durationMs: 20,
+    }),
+    recordAt(2000, {
+      traceId: trace2,
+      target: 'get_weather',
+      principal: { type: 'service', id: 'bot' },
+      decision: 'denied',
+      status: 'validation_failed',
+      interceptors: [
+        {
+          name: 'policy-validator',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'denied',
+          durationMs: 3,
+          messages: [{ path: 'arguments.city', severity: 'error', message: 'city not allowed' }],
+        },
+        {
+          name: 'pii-guard',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'allowed',
+          durationMs: 1,
+        },
+      ],
+      abortReasons: [
+        {
+          interceptor: 'policy-validator',
+          reason: 'city not allowed',
+          type: 'validation',
+          phase: 'request',
+        },
+      ],
+      durationMs: 30,
+    }),
+    recordAt(3000, {
+      event: 'resources/read',
+      method: 'resources/read',
+      target: 'file:///etc/motd',
+      decision: 'error',
+      status: 'timeout',
+      interceptors: [
+        {
+          name: 'pii-guard',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'timeout',
+          durationMs: 500,
+        },
+      ],
+      abortReasons: [
+        { interceptor: 'pii-guard', reason: 'timeout', type: 'timeout', phase: 'request' },
+      ],
+      durationMs: 40,
+    }),
+    recordAt(4000, {
+      kind: 'invocation',
+      traceId: trace2,
+      target: 'get_weather',
+      principal: { type: 'anonymous' },
+      interceptors: [
+        {
+          name: 'audit-logger',
+          type: 'validation',
+          mode: 'audit',
+          outcome: 'allowed',
+          durationMs: 0.1,
+        },
+      ],
+      durationMs: 0,
+    }),
+  ];
+}
+
+const engines: Array<[string, () => Promise<TestStore>]> = [
+  ['PostgreSQL', () => openPostgresTestStore()],
+  ['PGlite', () => openPgliteTestStore()],
+];
+
+describe.each(engines)('audit store on %s', (_engine, open) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await open();
+  }, 60_000);
+  afterAll(async () => {
+    await t?.dispose();
+  });
+  beforeEach(async () => {
+    await t.clear();
+  });
+
+  it('applies its migrations once: reopening or migrating again does nothing', async () => {
+    expect(await t.store.migrate()).toEqual([]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1]);
+  });
+
+  it('stores a batch in one call and returns each record as it was given', async () => {
+    const records = world();
+    expect(await t.store.insertBatch(records)).toBe(records.length);
+    const { records: stored } = await t.store.query({}, { limit: 500 });
+    expect(stored).toEqual(newestFirst(records));
+  });
+
+  it('is idempotent on the id: again, and repeated within a batch, it stores once', async () => {
+    const records = world();
+    expect(await t.store.insertBatch(records.slice(0, 2))).toBe(2);
+    expect(await t.store.insertBatch(records)).toBe(records.length - 2);
+    expect(await t.store.insertBatch(records)).toBe(0);
+    const extra = recordAt(9000);
+    expect(await t.store.insertBatch([extra, extra, { ...extra }])).toBe(1);
+    expect(await t.count()).toBe(records.length + 1);
+    expect(await t.store.insertBatch([])).toBe(0);
+  });
+
+  const filterCases: Array<[string, (r: AuditRecord[]) => AuditRecordFilters, number[]]> = [
+    ['no filter', () => ({}), [0, 1, 2, 3, 4]],
+    ['traceId', () => ({ traceId: trace1 }), [0, 1]],
+    ['tool', () => ({ tool: 'get_weather' }), [2, 4]],
+    ['tool (a resource URI)', () => ({ tool: 'file:///etc/motd' }), [3]],
+    ['event', () => ({ event: 'resources/read' }), [3]],
+    ['principal', () => ({ principal: 'alice' }), [0, 1]],
+    ['decision denied', () => ({ decision: 'denied' }), [2]],
+    ['decision error', () => ({ decision: 'error' }), [3]],
+    ['interceptor', () => ({ interceptor: 'pii-guard' }), [0, 2, 3]],
+    ['interceptor (audit mode)', () => ({ interceptor: 'audit-logger' }), [0, 4]],
+    ['since (inclusive)', () => ({ since: new Date(T0 + 2000) }), [2, 3, 4]],
+    ['until (exclusive)', () => ({ until: new Date(T0 + 2000) }), [0, 1]],
+    [
+      'since and until',
+      () => ({ since: new Date(T0 + 1000), until: new Date(T0 + 3500) }),
+      [1, 2, 3],
+    ],
+    ['tool and decision', () => ({ tool: 'get_weather', decision: 'allowed' }), [4]],
+    ['traceId and interceptor', () => ({ traceId: trace2, interceptor: 'pii-guard' }), [2]],
+    ['no match', () => ({ principal: 'mallory' }), []],
+  ];
+  it.each(filterCases)('filters by %s', async (_name, filters, expected) => {
+    const records = world();
+    await t.store.insertBatch(records);
+    const page = await t.store.query(filters(records));
+    expect(ids(page.records)).toEqual(
+      ids(newestFirst(expected.map((i) => records[i] as AuditRecord))),
+    );
+    expect(page.nextCursor).toBeUndefined();
+  });
+
+  it('pages through everything without duplicates or gaps, ties broken by id', async () => {
+    // 137 records over 40 distinct instants: many share a timestamp.
+    const records = Array.from({ length: 137 }, (_, i) =>
+      recordAt(Math.floor(i / 4) * 1000, { target: i % 2 === 0 ? 'even' : 'odd' }),
+    );
+    await t.store.insertBatch(records);
+    const { records: paged, pages } = await everyPage(t.store, {}, 10);
+    expect(pages).toBe(14);
+    expect(ids(paged)).toEqual(ids(newestFirst(records)));
+
+    const filtered = await everyPage(t.store, { tool: 'even' }, 7);
+    expect(ids(filtered.records)).toEqual(
+      ids(newestFirst(records.filter((r) => r.target === 'even'))),
+    );
+  });
+
+  it('keeps a listing stable while newer records arrive', async () => {
+    const records = Array.from({ length: 30 }, (_, i) => recordAt(i * 1000));
+    await t.store.insertBatch(records);
+    const first = await t.store.query({}, { limit: 10 });
+    await t.store.insertBatch(Array.from({ length: 5 }, (_, i) => recordAt(100_000 + i)));
+    const seen = [...first.records];
+    let cursor = first.nextCursor;
+    while (cursor !== undefined) {
+      const page = await t.store.query({}, { cursor, limit: 10 });
+      seen.push(...page.records);
+      cursor = page.nextCursor;
+    }
+    expect(ids(seen)).toEqual(ids(newestFirst(records)));
+  });
+
+  it('answers a full last page without a cursor, and defaults to 50 records', async () => {
+    await t.store.insertBatch(Array.from({ length: 60 }, (_, i) => recordAt(i)));
+    const firstPage = await t.store.query();
+    expect(firstPage.records).toHaveLength(50);
+    expect(firstPage.nextCursor).toBeDefined();
+    const exact = await t.store.query({}, { limit: 60 });
+    expect(exact.records).toHaveLength(60);
+    expect(exact.nextCursor).toBeUndefined();
+  });
+
+  it('refuses a malformed cursor and a limit out of range', async () => {
+    await expect(t.store.query({}, { cursor: 'not-a-cursor' })).rejects.toBeInstanceOf(
+      AuditQueryError,
+    );
+    const error = await t.store.query({}, { limit: 501 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuditQueryError);
+    expect((error as AuditQueryError).issues[0]?.parameter).toBe('limit');
+    expect(
+      decodeCursor(encodeCursor({ timestamp: new Date(T0).toISOString(), id: recordAt(0).id })),
+    ).toBeDefined();
+  });
+
+  it('returns a trace oldest first, whatever the insert order', async () => {
+    const trace = traceId();
+    const records = [3, 1, 4, 0, 2].map((i) => recordAt(i * 10, { traceId: trace }));
+    const twin = recordAt(20, { traceId: trace });
+    await t.store.insertBatch([...records, twin, recordAt(5, { traceId: traceId() })]);
+    const got = await t.store.trace(trace);
+    expect(got.map((r) => r.timestamp)).toEqual(
+      [0, 10, 20, 20, 30, 40].map((ms) => new Date(T0 + ms).toISOString()),
+    );
+    expect(new Set(ids(got))).toEqual(new Set(ids([...records, twin])));
+    expect(await t.store.trace(traceId())).toEqual([]);
+  });
+
+  it('reports counts by decision, kind, tool and interceptor, and latency percentiles', async () => {
+    await t.store.insertBatch(world());
+    // 100 more chain records with durations 1..100 ms.
+    await t.store.insertBatch(
+      Array.from({ length: 100 }, (_, i) =>
+        recordAt(10_000 + i, { target: 'bulk', durationMs: i + 1 }),
+      ),
+    );
+    const stats = await t.store.stats(new Date(T0 - 1), new Date(T0 + 60_000));
+    expect(stats.total).toBe(105);
+    expect(stats.byDecision).toEqual({ allowed: 103, denied: 1, error: 1 });
+    expect(stats.byKind).toEqual({ chain: 104, invocation: 1 });
+    expect(stats.byTool[0]).toEqual({ tool: 'bulk', count: 100 });
+    expect(stats.byTool).toContainEqual({ tool: 'get_weather', count: 2 });
+    const piiGuard = stats.byInterceptor.find((i) => i.interceptor === 'pii-guard');
+    expect(piiGuard).toMatchObject({ count: 3, outcomes: { allowed: 2, timeout: 1 } });
+    expect(piiGuard?.latencyMs.p50).toBe(2);
+    // Chain durations: 10, 20, 30, 40 and 1..100; the invocation record is not a chain.
+    const durations = [10, 20, 30, 40, ...Array.from({ length: 100 }, (_, i) => i + 1)];
+    expect(stats.latencyMs).toEqual({
+      count: 104,
+      p50: percentileCont(durations, 0.5),
+      p95: percentileCont(durations, 0.95),
+      p99: percentileCont(durations, 0.99),
+    });
+
+    const window = await t.store.stats(new Date(T0 + 2000), new Date(T0 + 3000));
+    expect(window.total).toBe(1);
+    const empty = await t.store.stats(new Date(T0 + 1_000_000));
+    expect(empty).toMatchObject({
+      total: 0,
+      byTool: [],
+      byInterceptor: [],
+      latencyMs: { count: 0, p50: null, p95: null, p99: null },
+    });
+  });
+
+  it('deletes records older than the cutoff (retention), and nothing else', async () => {
+    const now = new Date(T0 + 40 * 86_400_000);
+    const old = Array.from({ length: 12 }, (_, i) => recordAt(i * 1000));
+    const recent = Array.from({ length: 3 }, (_, i) => recordAt(35 * 86_400_000 + i));
+    await t.store.insertBatch([...old, ...recent]);
+    const result = await runRetention(t.store, 30, now);
+    expect(result).toEqual({ cutoff: new Date(now.getTime() - 30 * 86_400_000), deleted: 12 });
+    expect(ids((await t.store.query()).records)).toEqual(ids(newestFirst(recent)));
+    expect(await t.store.deleteOlderThan(new Date(T0))).toBe(0);
+    await expect(runRetention(t.store, 0)).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it('answers ping', async () => {
+    expect(await t.store.ping()).toBe(true);
+  });
+});
+
+describe('opening audit stores', () => {
+  it('migrates once when replicas start together on PostgreSQL', async () => {
+    const first = await openPostgresTestStore({ migrate: false });
+    try {
+      const sameSchema = (): Promise<AuditStore> =>
+        openAuditStore({
+          databaseUrl: first.url,
+          schema: first.schema,
+          migrate: false,
+          logger: captureLogger(),
+        });
+      const replicas = await Promise.all([sameSchema(), sameSchema(), sameSchema()]);
+      const applied = await Promise.all(replicas.map((store) => store.migrate()));
+      expect(applied.flat()).toEqual([1]);
+      await Promise.all(replicas.map((store) => store.close()));
+      expect(await first.store.insertBatch([recordAt(0)])).toBe(1);
+    } finally {
+      await first.dispose();
+    }
+  });
+
+  it('lets one process at a time open a PGlite directory', async () => {
+    const first = await openPgliteTestStore();
+    try {
+      const error = await openAuditStore({ pgliteDir: first.dir }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuditStoreError);
+      expect(error).toMatchObject({ code: 'STORE_IN_USE' });
+    } finally {
+      await first.dispose();
+    }
+    // Released on close: it opens again, already migrated.
+    const again = await openPgliteTestStore();
+    await again.dispose();
+  }, 30_000);
+});

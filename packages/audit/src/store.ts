@@ -1,0 +1,461 @@
+/**
+ * The audit store: PostgreSQL (via `pg`) when a database URL is given, else PGlite embedded
+ * under `.fleet/audit-pglite`. Both run the same SQL below and the same migrations
+ * (`migrations.ts`); the engines differ only behind `sql.ts`.
+ *
+ * Table `audit_records` keeps the filterable fields as columns (indexed for trace id, time,
+ * target, principal, decision, event, and interceptor names through a GIN index on a text[]
+ * column) and the whole record as JSONB. A batch is inserted by one statement that expands
+ * a JSON array server-side, `ON CONFLICT (id) DO NOTHING`, so a record delivered twice is
+ * stored once.
+ */
+import { resolve } from 'node:path';
+import { AuditJournalInUseError, lockJournal } from './journal.ts';
+import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
+import {
+  checkMigrations,
+  MIGRATIONS,
+  type Migration,
+  SCHEMA_MIGRATIONS_DDL,
+} from './migrations.ts';
+import {
+  type AuditPage,
+  type AuditPageRequest,
+  AuditQueryError,
+  type AuditRecordFilters,
+  DEFAULT_QUERY_LIMIT,
+  decodeCursor,
+  encodeCursor,
+  MAX_QUERY_LIMIT,
+} from './query.ts';
+import type { AuditDecision, AuditKind, AuditRecord } from './record.ts';
+import {
+  createPgliteEngine,
+  createPostgresEngine,
+  quoteIdentifier,
+  type SqlEngine,
+} from './sql.ts';
+
+/** Where PGlite keeps its data when no directory is given (relative to the cwd). */
+export const DEFAULT_PGLITE_DIR = '.fleet/audit-pglite';
+/** Most records `trace()` returns. */
+export const MAX_TRACE_RECORDS = 5000;
+/** Tools listed in `stats().byTool` (the busiest). */
+export const STATS_TOP_TOOLS = 50;
+
+/** p50/p95/p99 of a set of durations (ms); `null` when the set is empty. */
+export interface LatencySummary {
+  count: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+/** Per-interceptor statistics. */
+export interface InterceptorStats {
+  interceptor: string;
+  /** Records this interceptor took part in. */
+  count: number;
+  /** Counts by outcome (`allowed`, `denied`, `modified`, `failed`, ...). */
+  outcomes: Record<string, number>;
+  /** Its invocation durations. */
+  latencyMs: LatencySummary;
+}
+
+/** What `stats()` reports for a time window. */
+export interface AuditStats {
+  /** Window start (ISO 8601, inclusive). */
+  since: string;
+  /** Window end (ISO 8601, exclusive). */
+  until: string;
+  total: number;
+  byDecision: Record<AuditDecision, number>;
+  byKind: Record<AuditKind, number>;
+  /** The {@link STATS_TOP_TOOLS} busiest targets, busiest first. */
+  byTool: Array<{ tool: string; count: number }>;
+  /** Every interceptor seen, busiest first. */
+  byInterceptor: InterceptorStats[];
+  /** Total durations of `chain` records: the chain's cost as the orchestrator measured it. */
+  latencyMs: LatencySummary;
+}
+
+/** Where audit records are kept and searched. */
+export interface AuditStore {
+  /** Which engine serves this store. */
+  readonly engine: 'postgres' | 'pglite';
+  /**
+   * Apply pending migrations (one transaction, under an advisory lock). Idempotent.
+   * Returns the versions applied by this call.
+   */
+  migrate(): Promise<number[]>;
+  /**
+   * Insert parsed records in one statement; a record whose id is stored already (or that
+   * appears twice in `records`) is skipped. Returns how many rows were inserted.
+   */
+  insertBatch(records: readonly AuditRecord[]): Promise<number>;
+  /**
+   * One page of records matching `filters`, newest first (keyset pagination on time and id:
+   * no duplicates or gaps while records are added).
+   * @throws AuditQueryError for a malformed cursor or a limit out of range.
+   */
+  query(filters?: AuditRecordFilters, page?: AuditPageRequest): Promise<AuditPage>;
+  /** Every record of one trace (at most {@link MAX_TRACE_RECORDS}), oldest first. */
+  trace(traceId: string): Promise<AuditRecord[]>;
+  /** Counts and latency percentiles of records in `[since, until)` (until: now). */
+  stats(since: Date, until?: Date): Promise<AuditStats>;
+  /** Delete records older than `cutoff` (in chunks); returns how many. */
+  deleteOlderThan(cutoff: Date): Promise<number>;
+  /** True when the database answers. */
+  ping(): Promise<boolean>;
+  /** Close the pool (or PGlite) and release the PGlite lock. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options for {@link openAuditStore}. */
+export interface AuditStoreOptions {
+  /** A `postgres://` URL: use PostgreSQL. Unset or empty: PGlite. */
+  databaseUrl?: string | undefined;
+  /** PGlite's data directory (one process at a time). Default {@link DEFAULT_PGLITE_DIR}. */
+  pgliteDir?: string;
+  /** PostgreSQL schema to use, created if missing. Default: the connection's search_path. */
+  schema?: string | undefined;
+  /** Most PostgreSQL connections. Default 10. */
+  poolSize?: number;
+  /** Apply migrations when opening. Default true. */
+  migrate?: boolean;
+  /** Default {@link MIGRATIONS}. */
+  migrations?: readonly Migration[];
+  /** Default: JSON lines on stderr. */
+  logger?: AuditLogger;
+}
+
+/** The store cannot be opened; `code` says why. */
+export class AuditStoreError extends Error {
+  override readonly name = 'AuditStoreError';
+  readonly code: 'STORE_IN_USE';
+
+  constructor(code: 'STORE_IN_USE', message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+const MIGRATION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('fleet-audit-migrations'))`;
+const DELETE_CHUNK = 5000;
+
+// One statement per batch: the records travel as one JSON array parameter and are expanded
+// server-side. Interceptor names become a text[] for the GIN index.
+const INSERT_SQL = `
+WITH input AS (SELECT value AS r FROM jsonb_array_elements($1::jsonb)),
+inserted AS (
+  INSERT INTO audit_records (id, ts, kind, trace_id, span_id, session_id, principal_type,
+    principal_id, event, phase, method, target, backend, decision, status, duration_ms,
+    interceptors, record)
+  SELECT r->>'id', (r->>'timestamp')::timestamptz, r->>'kind', r->>'traceId', r->>'spanId',
+    r->>'sessionId', r#>>'{principal,type}', r#>>'{principal,id}', r->>'event', r->>'phase',
+    r->>'method', r->>'target', r->>'backend', r->>'decision', r->>'status',
+    (r->>'durationMs')::double precision,
+    ARRAY(SELECT DISTINCT e->>'name' FROM jsonb_array_elements(r->'interceptors') AS e
+          WHERE e->>'name' IS NOT NULL),
+    r
+  FROM input
+  ON CONFLICT (id) DO NOTHING
+  RETURNING 1
+)
+SELECT count(*)::int AS inserted FROM inserted`;
+
+const DELETE_SQL = `
+WITH doomed AS (SELECT id FROM audit_records WHERE ts < $1::timestamptz ORDER BY ts LIMIT ${DELETE_CHUNK}),
+deleted AS (DELETE FROM audit_records a USING doomed d WHERE a.id = d.id RETURNING 1)
+SELECT count(*)::int AS deleted FROM deleted`;
+
+const PERCENTILES = (expression: string) =>
+  `count(*)::int AS n,
+   percentile_cont(0.5) WITHIN GROUP (ORDER BY ${expression}) AS p50,
+   percentile_cont(0.95) WITHIN GROUP (ORDER BY ${expression}) AS p95,
+   percentile_cont(0.99) WITHIN GROUP (ORDER BY ${expression}) AS p99`;
+
+interface PercentileRow {
+  n: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+function round(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 1000) / 1000;
+}
+
+function latency(row: PercentileRow | undefined): LatencySummary {
+  return {
+    count: row?.n ?? 0,
+    p50: round(row?.p50 ?? null),
+    p95: round(row?.p95 ?? null),
+    p99: round(row?.p99 ?? null),
+  };
+}
+
+/** WHERE clause and parameters of a filtered query. */
+function whereClause(
+  filters: AuditRecordFilters,
+  params: unknown[],
+): { sql: string; params: unknown[] } {
+  const conditions: string[] = [];
+  const add = (condition: (placeholder: string) => string, value: unknown) => {
+    params.push(value);
+    conditions.push(condition(`$${params.length}`));
+  };
+  if (filters.traceId !== undefined) add((p) => `trace_id = ${p}`, filters.traceId);
+  if (filters.tool !== undefined) add((p) => `target = ${p}`, filters.tool);
+  if (filters.event !== undefined) add((p) => `event = ${p}`, filters.event);
+  if (filters.principal !== undefined) add((p) => `principal_id = ${p}`, filters.principal);
+  if (filters.decision !== undefined) add((p) => `decision = ${p}`, filters.decision);
+  if (filters.interceptor !== undefined)
+    add((p) => `interceptors @> ARRAY[${p}::text]`, filters.interceptor);
+  if (filters.since !== undefined)
+    add((p) => `ts >= ${p}::timestamptz`, filters.since.toISOString());
+  if (filters.until !== undefined)
+    add((p) => `ts < ${p}::timestamptz`, filters.until.toISOString());
+  return { sql: conditions.length > 0 ? conditions.join(' AND ') : 'TRUE', params };
+}
+
+function createSqlAuditStore(
+  engine: SqlEngine,
+  options: {
+    schema: string | undefined;
+    migrations: readonly Migration[];
+    logger: AuditLogger;
+    onClose: () => void;
+  },
+): AuditStore {
+  const { schema, migrations, logger, onClose } = options;
+  let closing: Promise<void> | undefined;
+
+  return {
+    engine: engine.kind,
+
+    migrate() {
+      return engine.transaction(async (tx) => {
+        await tx.query(MIGRATION_LOCK);
+        if (schema !== undefined)
+          await tx.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(schema)}`);
+        await tx.exec(SCHEMA_MIGRATIONS_DDL);
+        const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+        const done = new Set(rows.map((row) => Number(row.version)));
+        const known = new Set(migrations.map((m) => m.version));
+        const unknown = [...done].filter((version) => !known.has(version));
+        if (unknown.length > 0)
+          logger.warn('the audit database has migrations this version does not know', {
+            versions: unknown.sort((a, b) => a - b),
+          });
+        const applied: number[] = [];
+        for (const migration of migrations) {
+          if (done.has(migration.version)) continue;
+          await tx.exec(migration.sql);
+          await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+            migration.version,
+            migration.name,
+          ]);
+          applied.push(migration.version);
+        }
+        if (applied.length > 0)
+          logger.info('audit store migrated', { engine: engine.kind, versions: applied });
+        return applied;
+      });
+    },
+
+    async insertBatch(records) {
+      if (records.length === 0) return 0;
+      const seen = new Set<string>();
+      const unique = records.filter((record) => !seen.has(record.id) && seen.add(record.id));
+      const [row] = await engine.query<{ inserted: number }>(INSERT_SQL, [JSON.stringify(unique)]);
+      return row?.inserted ?? 0;
+    },
+
+    async query(filters = {}, page = {}) {
+      const limit = page.limit ?? DEFAULT_QUERY_LIMIT;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_QUERY_LIMIT)
+        throw new AuditQueryError([
+          { parameter: 'limit', message: `must be an integer from 1 to ${MAX_QUERY_LIMIT}` },
+        ]);
+      const where = whereClause(filters, []);
+      let sql = where.sql;
+      if (page.cursor !== undefined) {
+        const cursor = decodeCursor(page.cursor);
+        if (cursor === undefined)
+          throw new AuditQueryError([
+            { parameter: 'cursor', message: 'is not a cursor this store returned' },
+          ]);
+        where.params.push(cursor.timestamp, cursor.id);
+        const n = where.params.length;
+        sql += ` AND (ts, id) < ($${n - 1}::timestamptz, $${n})`;
+      }
+      where.params.push(limit + 1);
+      const rows = await engine.query<{ record: AuditRecord }>(
+        `SELECT record FROM audit_records WHERE ${sql} ORDER BY ts DESC, id DESC LIMIT $${where.params.length}`,
+        where.params,
+      );
+      const records = rows.slice(0, limit).map((row) => row.record);
+      const last = records.at(-1);
+      return rows.length > limit && last
+        ? { records, nextCursor: encodeCursor({ timestamp: last.timestamp, id: last.id }) }
+        : { records };
+    },
+
+    async trace(traceId) {
+      const rows = await engine.query<{ record: AuditRecord }>(
+        `SELECT record FROM audit_records WHERE trace_id = $1 ORDER BY ts, id LIMIT ${MAX_TRACE_RECORDS}`,
+        [traceId],
+      );
+      return rows.map((row) => row.record);
+    },
+
+    async stats(since, until = new Date()) {
+      const window = 'ts >= $1::timestamptz AND ts < $2::timestamptz';
+      const params = [since.toISOString(), until.toISOString()];
+      const [groups, tools, interceptorLatency, interceptorOutcomes, chainLatency] =
+        await Promise.all([
+          engine.query<{ kind: AuditKind; decision: AuditDecision; n: number }>(
+            `SELECT kind, decision, count(*)::int AS n FROM audit_records WHERE ${window}
+             GROUP BY kind, decision`,
+            params,
+          ),
+          engine.query<{ tool: string; n: number }>(
+            `SELECT target AS tool, count(*)::int AS n FROM audit_records
+             WHERE ${window} AND target IS NOT NULL
+             GROUP BY target ORDER BY n DESC, target LIMIT ${STATS_TOP_TOOLS}`,
+            params,
+          ),
+          engine.query<PercentileRow & { name: string }>(
+            `SELECT e->>'name' AS name, ${PERCENTILES(`(e->>'durationMs')::double precision`)}
+             FROM audit_records, jsonb_array_elements(record->'interceptors') AS e
+             WHERE ${window} GROUP BY 1 ORDER BY n DESC, name`,
+            params,
+          ),
+          engine.query<{ name: string; outcome: string; n: number }>(
+            `SELECT e->>'name' AS name, e->>'outcome' AS outcome, count(*)::int AS n
+             FROM audit_records, jsonb_array_elements(record->'interceptors') AS e
+             WHERE ${window} GROUP BY 1, 2`,
+            params,
+          ),
+          engine.query<PercentileRow>(
+            `SELECT ${PERCENTILES('duration_ms')} FROM audit_records
+             WHERE ${window} AND kind = 'chain'`,
+            params,
+          ),
+        ]);
+      const byDecision: Record<AuditDecision, number> = { allowed: 0, denied: 0, error: 0 };
+      const byKind: Record<AuditKind, number> = { chain: 0, invocation: 0 };
+      let total = 0;
+      for (const row of groups) {
+        byDecision[row.decision] = (byDecision[row.decision] ?? 0) + row.n;
+        byKind[row.kind] = (byKind[row.kind] ?? 0) + row.n;
+        total += row.n;
+      }
+      const outcomes = new Map<string, Record<string, number>>();
+      for (const row of interceptorOutcomes) {
+        const entry = outcomes.get(row.name) ?? {};
+        entry[row.outcome] = row.n;
+        outcomes.set(row.name, entry);
+      }
+      return {
+        since: since.toISOString(),
+        until: until.toISOString(),
+        total,
+        byDecision,
+        byKind,
+        byTool: tools.map((row) => ({ tool: row.tool, count: row.n })),
+        byInterceptor: interceptorLatency.map((row) => ({
+          interceptor: row.name,
+          count: row.n,
+          outcomes: outcomes.get(row.name) ?? {},
+          latencyMs: latency(row),
+        })),
+        latencyMs: latency(chainLatency[0]),
+      };
+    },
+
+    async deleteOlderThan(cutoff) {
+      let total = 0;
+      for (;;) {
+        const [row] = await engine.query<{ deleted: number }>(DELETE_SQL, [cutoff.toISOString()]);
+        const deleted = row?.deleted ?? 0;
+        total += deleted;
+        if (deleted < DELETE_CHUNK) return total;
+      }
+    },
+
+    async ping() {
+      try {
+        await engine.query('SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+
+    close() {
+      closing ??= engine.close().finally(onClose);
+      return closing;
+    },
+  };
+}
+
+/**
+ * Open the store: PostgreSQL when `databaseUrl` is set, else PGlite in `pgliteDir` (locked
+ * to this process); then apply pending migrations unless `migrate: false`.
+ * @throws AuditStoreError `STORE_IN_USE` when another live process holds the PGlite dir.
+ */
+export async function openAuditStore(options: AuditStoreOptions = {}): Promise<AuditStore> {
+  const {
+    databaseUrl,
+    pgliteDir = DEFAULT_PGLITE_DIR,
+    schema,
+    poolSize = 10,
+    migrate = true,
+    migrations = MIGRATIONS,
+  } = options;
+  checkMigrations(migrations);
+  if (schema !== undefined) quoteIdentifier(schema);
+  const logger = safeLogger(options.logger ?? createStderrLogger());
+  let engine: SqlEngine;
+  let unlock = (): void => undefined;
+  if (databaseUrl) {
+    engine = createPostgresEngine({
+      connectionString: databaseUrl,
+      schema,
+      max: poolSize,
+      onError: (error) =>
+        logger.warn('audit database connection error', { error: errorFields(error) }),
+    });
+  } else {
+    const dir = resolve(pgliteDir);
+    try {
+      unlock = lockJournal(dir);
+    } catch (error) {
+      if (error instanceof AuditJournalInUseError)
+        throw new AuditStoreError(
+          'STORE_IN_USE',
+          `the PGlite audit store ${dir} is in use by process ${error.pid ?? '?'}; PGlite serves one process (set DATABASE_URL to share a store)`,
+          { cause: error },
+        );
+      throw error;
+    }
+    try {
+      engine = await createPgliteEngine(dir);
+    } catch (error) {
+      unlock();
+      throw error;
+    }
+  }
+  const store = createSqlAuditStore(engine, { schema, migrations, logger, onClose: unlock });
+  if (migrate) {
+    try {
+      await store.migrate();
+    } catch (error) {
+      await store.close().catch(() => undefined);
+      throw error;
+    }
+  }
+  return store;
+}

@@ -1,0 +1,51 @@
+/**
+ * Time bounds of audit queries: an ISO 8601 instant, or a duration back from now (`30m`,
+ * `1h`, `7d`). Pure: the caller passes "now".
+ */
+
+const UNIT_MS = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+} as const;
+
+const DURATION = /^(\d{1,9})(ms|s|m|h|d|w)$/;
+// A date (taken as UTC midnight) or a date-time with `Z` or an offset: a bare local time
+// would mean different instants on different machines.
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * Milliseconds of a relative duration such as `90s`, `30m`, `1h`, `7d`, `2w`, `500ms`, or
+ * `undefined` when `text` is not one.
+ */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  if (!match) return undefined;
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
+
+// Date.parse rolls 2025-02-30 over to March 2: refuse dates that do not exist.
+function validCalendarDate(ymd: string): boolean {
+  const [year, month, day] = ymd.split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
+/**
+ * An instant from a query parameter: an ISO 8601 date (`2025-01-31`, UTC midnight) or
+ * date-time with `Z` or an offset, or a duration back from `now` (`1h` = one hour ago).
+ * Returns `undefined` for anything else (the caller names the parameter in its error).
+ */
+export function parseTimeBound(text: string, now: Date = new Date()): Date | undefined {
+  const value = text.trim();
+  const duration = parseDuration(value);
+  if (duration !== undefined) return new Date(now.getTime() - duration);
+  if (!ISO_DATE.test(value) && !ISO_DATE_TIME.test(value)) return undefined;
+  if (!validCalendarDate(value.slice(0, 10))) return undefined;
+  const ms = Date.parse(ISO_DATE.test(value) ? `${value}T00:00:00Z` : value);
+  return Number.isNaN(ms) ? undefined : new Date(ms);
+}

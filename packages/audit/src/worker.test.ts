@@ -1,0 +1,443 @@
+/**
+ * The worker against real Redis (a unique prefix per test) and real PostgreSQL (a schema of
+ * its own): batching, exactly-once storage under duplicate delivery and replay, malformed
+ * jobs, failed inserts, PII scrubbing, a worker killed mid-batch, Redis dying mid-stream.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  captureLogger,
+  defer,
+  makeRecords,
+  readJobs,
+  SHARED_REDIS_URL,
+  startRedisServer,
+  tempDir,
+  uniquePrefix,
+  waitFor,
+} from '../test/helpers.ts';
+import {
+  openPostgresTestStore,
+  recordAt,
+  SHARED_DATABASE_URL,
+  type TestStore,
+} from '../test/stores.ts';
+import {
+  AUDIT_BATCH_JOB_NAME,
+  AUDIT_JOB_NAME,
+  AUDIT_JOB_OPTIONS,
+  AUDIT_QUEUE,
+  type AuditRecord,
+  type AuditRecordBatch,
+  type AuditStore,
+  type AuditWorker,
+  type AuditWorkerOptions,
+  createAuditProducer,
+  createAuditWorker,
+  SCRUB_FAILED,
+} from './index.ts';
+
+let t: TestStore & { schema: string };
+beforeAll(async () => {
+  t = await openPostgresTestStore();
+});
+afterAll(async () => {
+  await t?.dispose();
+});
+beforeEach(async () => {
+  await t.clear();
+});
+
+function worker(options: Partial<AuditWorkerOptions> & { prefix: string }): AuditWorker {
+  const created = createAuditWorker({
+    store: t.store,
+    connection: SHARED_REDIS_URL,
+    logger: captureLogger(),
+    batchSize: 50,
+    flushIntervalMs: 10,
+    ...options,
+  });
+  defer(() => created.close());
+  return created;
+}
+
+function queue(prefix: string, url = SHARED_REDIS_URL): Queue {
+  const connection = new Redis(url, { maxRetriesPerRequest: null });
+  const created = new Queue(AUDIT_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: AUDIT_JOB_OPTIONS,
+  });
+  defer(async () => {
+    await created.close();
+    connection.disconnect();
+  });
+  return created;
+}
+
+async function add(
+  q: Queue,
+  records: readonly unknown[],
+  jobId = (r: AuditRecord) => r.id,
+): Promise<void> {
+  await q.addBulk(
+    records.map((data) => ({
+      name: AUDIT_JOB_NAME,
+      data,
+      opts: { jobId: jobId(data as AuditRecord) },
+    })),
+  );
+}
+
+async function storedIds(store: AuditStore): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.query(
+      {},
+      cursor === undefined ? { limit: 500 } : { cursor, limit: 500 },
+    );
+    ids.push(...page.records.map((r) => r.id));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return ids.sort();
+}
+
+const sortedIds = (records: readonly AuditRecord[]): string[] => records.map((r) => r.id).sort();
+
+describe('audit worker', () => {
+  it('stores what producers enqueue, in batches, each record once', async () => {
+    const prefix = uniquePrefix();
+    const w = worker({ prefix, batchSize: 40 });
+    const producer = createAuditProducer({
+      connection: SHARED_REDIS_URL,
+      prefix,
+      journalPath: join(await tempDir(), 'journal.ndjson'),
+      logger: captureLogger(),
+    });
+    defer(() => producer.close());
+    const records = makeRecords(300);
+    for (const record of records) producer.enqueue(record);
+    await producer.flush();
+    await waitFor(async () => (await t.count()) === 300, '300 rows');
+    expect(await storedIds(t.store)).toEqual(sortedIds(records));
+    await waitFor(() => w.metrics().processed === 300, 'the last acknowledgements');
+    const metrics = w.metrics();
+    expect(metrics).toMatchObject({ processed: 300, inserted: 300, duplicates: 0, malformed: 0 });
+    expect(metrics.batches).toBeLessThan(300 / 5);
+  });
+
+  it('stores a record delivered twice exactly once (same id, separate jobs)', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const records = makeRecords(60);
+    await add(q, records);
+    await add(q, records, (r) => `${r.id}-again`);
+    const w = worker({ prefix });
+    await waitFor(() => w.metrics().processed === 120, '120 jobs');
+    expect(await t.count()).toBe(60);
+    expect(w.metrics()).toMatchObject({ inserted: 60, duplicates: 60 });
+  });
+
+  it('stores nothing twice when a whole batch is replayed after it was stored', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const records = makeRecords(30);
+    const w = worker({ prefix });
+    await add(q, records);
+    await waitFor(() => w.metrics().processed === 30, 'the first delivery');
+    // The replay: the same records again, e.g. a journal replayed after a crash.
+    await add(q, records, (r) => `${r.id}-replay`);
+    await waitFor(() => w.metrics().processed === 60, 'the replay');
+    expect(await storedIds(t.store)).toEqual(sortedIds(records));
+    expect(w.metrics()).toMatchObject({ inserted: 30, duplicates: 30 });
+  });
+
+  it('moves malformed jobs aside without retrying them, counts them, and stores the rest', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const good = makeRecords(5);
+    const bad = [
+      { ...recordAt(0), id: 'not-a-ulid' },
+      { ...recordAt(1), decision: 'maybe' },
+      { ...recordAt(2), traceId: 'XYZ' },
+      'just a string',
+    ];
+    await add(q, good);
+    await q.addBulk(
+      bad.map((data, i) => ({ name: AUDIT_JOB_NAME, data, opts: { jobId: `bad-${i}` } })),
+    );
+    const logger = captureLogger();
+    const w = worker({ prefix, logger });
+    await waitFor(async () => (await q.getFailedCount()) === 4, 'four failed jobs');
+    await waitFor(() => w.metrics().processed === 5, 'the good ones');
+    expect(await storedIds(t.store)).toEqual(sortedIds(good));
+    const failed = await q.getFailed();
+    for (const job of failed) expect(job.attemptsMade).toBe(1);
+    expect(failed.map((j) => j.failedReason).join('\n')).toMatch(/decision/);
+    expect(w.metrics().malformed).toBe(4);
+    expect(logger.entries.filter((e) => e.message.startsWith('malformed'))).toHaveLength(4);
+  });
+
+  it('retries a batch whose insert failed, and then stores it once', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    let failures = 1;
+    const flaky: AuditStore = {
+      ...t.store,
+      insertBatch: (records) => {
+        if (failures-- > 0) return Promise.reject(new Error('database went away'));
+        return t.store.insertBatch(records);
+      },
+    };
+    const records = makeRecords(10);
+    await add(q, records);
+    const w = worker({ prefix, store: flaky });
+    await waitFor(async () => (await t.count()) === 10, 'the retried batch', 15_000);
+    expect(w.metrics()).toMatchObject({ failedBatches: 1, inserted: 10 });
+  });
+
+  it('never lets PII from a payload preview reach the store', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const pii = ['jane.doe@example.com', '+1 555 010 9999', '4111 1111 1111 1111', 'hunter2'];
+    const record = recordAt(0, {
+      payloadPreview: `{"name":"tools/call","arguments":{"email":"${pii[0]}","phone":"${pii[1]}","card":"${pii[2]}","password":"${pii[3]}"}}`,
+      abortReasons: [
+        { interceptor: 'x', reason: `saw ${pii[0]}`, type: 'validation', phase: 'request' },
+      ],
+    });
+    const custom = recordAt(1, { payloadPreview: 'customer 42 is Bob' });
+    await add(q, [record]);
+    worker({ prefix });
+    await waitFor(async () => (await t.count()) === 1, 'the record');
+    const raw = await t.rawText();
+    for (const value of pii) expect(raw).not.toContain(value);
+    const [stored] = (await t.store.query()).records;
+    expect(stored?.payloadPreview).toContain('[EMAIL]');
+    expect(stored?.payloadPreview).toContain('"password":"[SECRET]"');
+
+    // An injected scrubber (the PII engine's) is used instead; one that throws blanks.
+    const prefix2 = uniquePrefix();
+    const q2 = queue(prefix2);
+    await add(q2, [custom, recordAt(2, { payloadPreview: 'x' })]);
+    worker({
+      prefix: prefix2,
+      scrub: (text) => {
+        if (text === 'x') throw new Error('engine down');
+        return text.replace('Bob', '<PERSON>');
+      },
+    });
+    await waitFor(async () => (await t.count()) === 3, 'the other two');
+    const previews = (await t.store.query()).records.map((r) => r.payloadPreview);
+    expect(previews).toContain('customer 42 is <PERSON>');
+    expect(previews).toContain(SCRUB_FAILED);
+  });
+
+  it.each(['beforeInsert', 'afterInsert'])(
+    'stores everything exactly once after a worker is killed mid-batch (%s)',
+    async (freeze) => {
+      const prefix = uniquePrefix();
+      const q = queue(prefix);
+      const records = makeRecords(80);
+      await add(q, records);
+      const child = spawnChild({
+        REDIS_URL: SHARED_REDIS_URL,
+        PREFIX: prefix,
+        DATABASE_URL: SHARED_DATABASE_URL,
+        SCHEMA: t.schema,
+        BATCH_SIZE: '10',
+        FREEZE: freeze,
+      });
+      const frozen = await child.line((l) => 'frozen' in l);
+      expect(frozen).toMatchObject({ frozen: freeze, records: 10 });
+      child.process.kill('SIGKILL');
+      await child.exited;
+      const storedBeforeKill = await t.count();
+      if (freeze === 'beforeInsert') expect(storedBeforeKill).toBe(0);
+      else expect(storedBeforeKill).toBeGreaterThanOrEqual(10);
+
+      // A new worker takes the waiting jobs at once, and the dead one's after its locks expire.
+      const w = worker({ prefix, batchSize: 10, stalledIntervalMs: 300 });
+      await waitFor(async () => (await t.count()) === 80, 'all 80 rows', 20_000);
+      await waitFor(() => w.metrics().processed === 80, 'every job acknowledged', 10_000);
+      expect(await storedIds(t.store)).toEqual(sortedIds(records));
+      expect(w.metrics().duplicates).toBe(storedBeforeKill);
+      expect(await q.getFailedCount()).toBe(0);
+    },
+    40_000,
+  );
+
+  it('loses no record when Redis dies mid-stream (producer journal, durable Redis) end to end', async () => {
+    const server = await startRedisServer({ durable: true });
+    const prefix = uniquePrefix(server.url);
+    const producer = createAuditProducer({
+      connection: server.url,
+      prefix,
+      journalPath: join(await tempDir(), 'journal.ndjson'),
+      logger: captureLogger(),
+      batchSize: 25,
+      flushIntervalMs: 2,
+      maxBuffered: 50,
+      sendTimeoutMs: 500,
+      maxReconnectDelayMs: 50,
+    });
+    defer(() => producer.close());
+    const w = worker({
+      prefix,
+      connection: server.url,
+      batchSize: 20,
+      lockDurationMs: 1000,
+      stalledIntervalMs: 300,
+    });
+    await w.waitUntilReady();
+
+    const all = makeRecords(1500);
+    let next = 0;
+    const feed = setInterval(() => {
+      for (let i = 0; i < 6 && next < all.length; i++) producer.enqueue(all[next++] as AuditRecord);
+    }, 1);
+    defer(async () => clearInterval(feed));
+    const pause = (ms: number) => new Promise((tick) => setTimeout(tick, ms));
+    await pause(200);
+    const storedBeforeKill = await t.count();
+    await server.kill();
+    await pause(300);
+    await server.start();
+    await waitFor(() => next === all.length, 'the feed to finish');
+    clearInterval(feed);
+    await producer.flush(10_000);
+    await waitFor(
+      async () => (await t.count()) === all.length,
+      'every record in PostgreSQL',
+      30_000,
+    );
+
+    expect(storedBeforeKill).toBeGreaterThan(0);
+    expect(await storedIds(t.store)).toEqual(sortedIds(all));
+    expect(producer.metrics()).toMatchObject({ dropped: 0, journalPending: 0, buffered: 0 });
+    expect(producer.metrics().journaled).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('stores batch jobs (producers with batchJobs) exactly once, with one job per batch', async () => {
+    const prefix = uniquePrefix();
+    const producer = createAuditProducer({
+      connection: SHARED_REDIS_URL,
+      prefix,
+      journalPath: join(await tempDir(), 'journal.ndjson'),
+      logger: captureLogger(),
+      batchSize: 100,
+      batchJobs: true,
+    });
+    defer(() => producer.close());
+    const records = makeRecords(250);
+    for (const record of records) producer.enqueue(record);
+    await producer.flush();
+    const jobs = await readJobs(SHARED_REDIS_URL, prefix);
+    expect(
+      jobs.map((job) => [job.name, (job.data as unknown as AuditRecordBatch).records.length]),
+    ).toEqual([
+      [AUDIT_BATCH_JOB_NAME, 100],
+      [AUDIT_BATCH_JOB_NAME, 100],
+      [AUDIT_BATCH_JOB_NAME, 50],
+    ]);
+    const q = queue(prefix);
+    // A replayed batch (another job id) and single-record jobs of the same records mix in.
+    await q.add(
+      AUDIT_BATCH_JOB_NAME,
+      { records: records.slice(0, 100) },
+      { jobId: 'replayed-batch' },
+    );
+    await add(q, records.slice(240), (r) => `${r.id}-single`);
+    const w = worker({ prefix });
+    await waitFor(() => w.metrics().processed === 360, 'every record of every job');
+    expect(await storedIds(t.store)).toEqual(sortedIds(records));
+    expect(w.metrics()).toMatchObject({ inserted: 250, duplicates: 110, malformed: 0 });
+  });
+
+  it('stores the good records of a batch job and moves the job aside for its malformed ones', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const good = makeRecords(3);
+    await q.add(
+      AUDIT_BATCH_JOB_NAME,
+      { records: [good[0], { ...recordAt(0), status: 'weird' }, good[1], 42, good[2]] },
+      { jobId: 'mixed' },
+    );
+    await q.add(AUDIT_BATCH_JOB_NAME, { nothing: true }, { jobId: 'no-records' });
+    const w = worker({ prefix });
+    await waitFor(async () => (await q.getFailedCount()) === 2, 'both jobs failed');
+    expect(await storedIds(t.store)).toEqual(sortedIds(good));
+    expect(w.metrics()).toMatchObject({ malformed: 3, processed: 3 });
+    const mixed = await q.getJob('mixed');
+    expect(mixed?.attemptsMade).toBe(1);
+    expect(mixed?.failedReason).toMatch(/2 of 5/);
+  });
+
+  it('refuses option values out of range', () => {
+    expect(() => createAuditWorker({ store: t.store, batchSize: 0 })).toThrow(RangeError);
+    expect(() => createAuditWorker({ store: t.store, concurrency: 1.5 })).toThrow(/concurrency/);
+  });
+});
+
+const CHILD = fileURLToPath(new URL('../test/worker-child.ts', import.meta.url));
+
+interface Child {
+  process: ChildProcess;
+  exited: Promise<void>;
+  line(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+}
+
+function spawnChild(env: Record<string, string>): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@fleet/source', CHILD], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  defer(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  const waiters = new Set<() => void>();
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (text) => {
+    try {
+      lines.push(JSON.parse(text) as Record<string, unknown>);
+    } catch {
+      return;
+    }
+    for (const wake of waiters) wake();
+  });
+  return {
+    process: child,
+    exited,
+    line: (match, timeoutMs = 20_000) =>
+      new Promise((found, fail) => {
+        const check = () => {
+          const hit = lines.find(match);
+          if (!hit) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          found(hit);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          fail(new Error(`the worker child did not print the expected line; stderr:\n${stderr}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+  };
+}

@@ -1,0 +1,354 @@
+/**
+ * The audit worker: consumes the audit queue, validates every job, scrubs free text, and
+ * stores records in batches.
+ *
+ * BullMQ's open-source worker hands out one job at a time, so batching happens here: the
+ * worker runs with a high concurrency, each job's processor parses its record and parks it
+ * in an in-memory batch, and a batch is inserted (one statement) when it is full or
+ * `flushIntervalMs` after its first record. Each job's promise settles only after its batch
+ * committed, so BullMQ acknowledges a job only once its record is durable; a crash before
+ * that leaves the jobs active with expiring locks, and BullMQ's stalled-job check puts them
+ * back for another worker. The insert is idempotent on the record id, so a redelivered job
+ * whose batch did commit stores nothing twice.
+ *
+ * Jobs carry one record (`audit`) or a producer's whole batch (`audit-batch`, producers with
+ * `batchJobs: true`); both are parked the same way. Malformed records fail their job with
+ * `UnrecoverableError` (no retry; it stays in the failed set for inspection; the valid
+ * records of a batch job are stored first). A failed insert fails the jobs of its records,
+ * which BullMQ retries with the job's backoff.
+ */
+import { type Attributes, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
+import { DEFAULT_REDIS_URL } from './producer.ts';
+import {
+  AUDIT_BATCH_JOB_NAME,
+  AUDIT_QUEUE,
+  type AuditRecord,
+  AuditRecordError,
+  parseAuditRecord,
+} from './record.ts';
+import { defaultScrubber, type PayloadScrubber, scrubRecord } from './scrub.ts';
+import type { AuditStore } from './store.ts';
+
+/** Test seams around the insert of one batch (e.g. to crash a worker mid-batch). */
+export interface AuditWorkerHooks {
+  /** Runs after a batch was taken and scrubbed, before it is inserted. */
+  beforeInsert?: (records: readonly AuditRecord[]) => void | Promise<void>;
+  /** Runs after a batch committed, before its jobs are acknowledged. */
+  afterInsert?: (records: readonly AuditRecord[], inserted: number) => void | Promise<void>;
+}
+
+/** Options for {@link createAuditWorker}. */
+export interface AuditWorkerOptions {
+  /** Where the records are stored. The worker does not close it. */
+  store: AuditStore;
+  /**
+   * The Redis to read from: a URL or ioredis options. The worker opens and owns its
+   * connections. Default {@link DEFAULT_REDIS_URL}.
+   */
+  connection?: string | RedisOptions;
+  /** Queue name. Default {@link AUDIT_QUEUE}. */
+  queue?: string;
+  /** BullMQ key prefix; the producers' one. Default BullMQ's (`bull`). */
+  prefix?: string;
+  /** Scrubs `payloadPreview`, abort reasons and messages. Default {@link defaultScrubber}. */
+  scrub?: PayloadScrubber;
+  /** Most records per insert. Default 100. */
+  batchSize?: number;
+  /** Longest a record waits for companions before its batch is inserted. Default 20 ms. */
+  flushIntervalMs?: number;
+  /**
+   * Records held at once. For one-record jobs this is BullMQ's concurrency: at least
+   * `batchSize`, so a batch can fill; more lets batches fill while earlier ones commit.
+   * Batch jobs carry many records each, so the worker lowers BullMQ's concurrency to about
+   * this many records' worth of jobs (at least 2 jobs). Default 4 × batchSize (measured best
+   * here: BullMQ's per-job round trips, not the insert, bound the rate of one-record jobs).
+   */
+  concurrency?: number;
+  /** BullMQ job lock: how long a crashed worker's jobs stay taken. Default 30 000 ms. */
+  lockDurationMs?: number;
+  /** How often stalled jobs (of crashed workers) are put back. Default 30 000 ms. */
+  stalledIntervalMs?: number;
+  /** How often a job may stall before it fails. Default 5. */
+  maxStalledCount?: number;
+  /** Start consuming at once. Default true; else call `run()`. */
+  autorun?: boolean;
+  /** Default: JSON lines on stderr. */
+  logger?: AuditLogger;
+  /** Test seams; none by default. */
+  hooks?: AuditWorkerHooks;
+}
+
+/** Counters of a worker since it started. */
+export interface AuditWorkerMetrics {
+  /** Records stored (inserted now or before), whether they came one per job or in batch jobs. */
+  processed: number;
+  /** Rows inserted. */
+  inserted: number;
+  /** Records that were stored already (redelivery) or repeated within a batch. */
+  duplicates: number;
+  /** Malformed records (their jobs moved to the failed set, never retried). */
+  malformed: number;
+  /** Batches whose insert failed (their jobs are retried by BullMQ). */
+  failedBatches: number;
+  /** Batches committed. */
+  batches: number;
+  /** Texts the scrubber failed on (stored blanked instead). */
+  scrubFailures: number;
+  /** Records waiting in the current batch or being inserted. */
+  pending: number;
+}
+
+/** A running worker. */
+export interface AuditWorker {
+  /** Resolves once the worker is connected and consuming. */
+  waitUntilReady(): Promise<void>;
+  /** Start consuming (when created with `autorun: false`). */
+  run(): void;
+  /** True while connected and consuming. */
+  isRunning(): boolean;
+  /** A snapshot of the counters. */
+  metrics(): AuditWorkerMetrics;
+  /**
+   * Stop taking jobs, insert what is batched, wait for in-flight jobs, close connections.
+   * Idempotent. The store stays open.
+   */
+  close(): Promise<void>;
+}
+
+interface Parked {
+  record: AuditRecord;
+  done: () => void;
+  fail: (error: unknown) => void;
+}
+
+const tracer = trace.getTracer('@fleet/audit');
+// Names as in @fleet/telemetry's table (span `process fleet-audit`, messaging semconv).
+const SPAN_PROCESS = 'process';
+const MAX_SPAN_LINKS = 32;
+
+function checkInteger(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min)
+    throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  return value;
+}
+
+/**
+ * Start a worker on the audit queue.
+ * @throws RangeError for a numeric option out of range.
+ */
+export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
+  const {
+    store,
+    connection = DEFAULT_REDIS_URL,
+    queue: queueName = AUDIT_QUEUE,
+    prefix,
+    scrub = defaultScrubber,
+    autorun = true,
+    hooks = {},
+  } = options;
+  const batchSize = checkInteger('batchSize', options.batchSize ?? 100, 1);
+  const flushIntervalMs = checkInteger('flushIntervalMs', options.flushIntervalMs ?? 20, 0);
+  const concurrency = checkInteger('concurrency', options.concurrency ?? 4 * batchSize, 1);
+  const lockDurationMs = checkInteger('lockDurationMs', options.lockDurationMs ?? 30_000, 100);
+  const stalledIntervalMs = checkInteger(
+    'stalledIntervalMs',
+    options.stalledIntervalMs ?? 30_000,
+    100,
+  );
+  const maxStalledCount = checkInteger('maxStalledCount', options.maxStalledCount ?? 5, 0);
+  const logger = safeLogger(options.logger ?? createStderrLogger());
+  const maxInsertRows = Math.max(batchSize, 1000);
+
+  const counters = {
+    processed: 0,
+    inserted: 0,
+    duplicates: 0,
+    malformed: 0,
+    failedBatches: 0,
+    batches: 0,
+    scrubFailures: 0,
+  };
+  const batch: Parked[] = [];
+  let inserting = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let lastErrorLog = 0;
+
+  const insert = async (entries: Parked[]): Promise<void> => {
+    inserting += entries.length;
+    const records: AuditRecord[] = [];
+    for (const entry of entries) {
+      const { record, failed } = scrubRecord(entry.record, scrub);
+      counters.scrubFailures += failed;
+      records.push(record);
+    }
+    const links: Link[] = [];
+    for (const record of records) {
+      if (links.length >= MAX_SPAN_LINKS) break;
+      if (record.traceId && record.spanId)
+        links.push({ context: { traceId: record.traceId, spanId: record.spanId, traceFlags: 0 } });
+    }
+    const attributes: Attributes = {
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': queueName,
+      'messaging.operation.type': SPAN_PROCESS,
+      'messaging.batch.message_count': records.length,
+    };
+    await tracer.startActiveSpan(
+      `${SPAN_PROCESS} ${queueName}`,
+      { kind: SpanKind.CONSUMER, attributes, links },
+      async (span) => {
+        try {
+          await hooks.beforeInsert?.(records);
+          const inserted = await store.insertBatch(records);
+          await hooks.afterInsert?.(records, inserted);
+          counters.batches++;
+          counters.inserted += inserted;
+          counters.duplicates += records.length - inserted;
+          counters.processed += records.length;
+          span.setAttribute('fleet.audit.inserted', inserted);
+          for (const entry of entries) entry.done();
+        } catch (error) {
+          counters.failedBatches++;
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          logger.error('audit batch insert failed; its jobs will be retried', {
+            records: records.length,
+            error: errorFields(error),
+          });
+          for (const entry of entries) entry.fail(error);
+        } finally {
+          inserting -= entries.length;
+          span.end();
+        }
+      },
+    );
+  };
+
+  const flush = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    // Batch jobs can park more than batchSize at once: one statement per maxInsertRows.
+    while (batch.length > 0) void insert(batch.splice(0, maxInsertRows));
+  };
+
+  /** Add records to the batch; resolves once all of them are committed. */
+  const park = (records: readonly AuditRecord[]): Promise<unknown> => {
+    const committed = Promise.all(
+      records.map(
+        (record) => new Promise<void>((done, fail) => batch.push({ record, done, fail })),
+      ),
+    );
+    if (batch.length >= batchSize) flush();
+    else if (!timer) timer = setTimeout(flush, flushIntervalMs);
+    return committed;
+  };
+
+  /** The record, or why it is malformed (counted and logged). */
+  const parse = (job: Job, data: unknown, index?: number): AuditRecord | string => {
+    try {
+      return parseAuditRecord(data);
+    } catch (error) {
+      counters.malformed++;
+      const issues = error instanceof AuditRecordError ? error.issues : undefined;
+      logger.warn('malformed audit record moved to the failed set', {
+        jobId: job.id,
+        ...(index === undefined ? {} : { index }),
+        issues: issues?.slice(0, 10),
+      });
+      return error instanceof Error ? error.message : 'malformed audit record';
+    }
+  };
+
+  // Records per job, smoothed: sizes BullMQ's concurrency so about `concurrency` records
+  // are held whatever the jobs' shape.
+  let recordsPerJob = 1;
+  const adaptConcurrency = (records: number): void => {
+    recordsPerJob += (Math.max(1, records) - recordsPerJob) * 0.2;
+    const jobs = Math.max(2, Math.min(concurrency, Math.round(concurrency / recordsPerJob)));
+    if (jobs !== worker.concurrency) worker.concurrency = jobs;
+  };
+
+  const handle = async (job: Job): Promise<void> => {
+    if (job.name !== AUDIT_BATCH_JOB_NAME) {
+      if (recordsPerJob > 1.5) adaptConcurrency(1);
+      const record = parse(job, job.data);
+      if (typeof record === 'string') throw new UnrecoverableError(record);
+      await park([record]);
+      return;
+    }
+    const list = (job.data as { records?: unknown } | null)?.records;
+    if (!Array.isArray(list)) {
+      counters.malformed++;
+      logger.warn('malformed audit batch job moved to the failed set', { jobId: job.id });
+      throw new UnrecoverableError('malformed audit batch: no records array');
+    }
+    adaptConcurrency(list.length);
+    const records: AuditRecord[] = [];
+    const problems: string[] = [];
+    list.forEach((data, index) => {
+      const record = parse(job, data, index);
+      if (typeof record === 'string') problems.push(`[${index}] ${record}`);
+      else records.push(record);
+    });
+    await park(records);
+    // The good records are stored; the job (with the bad ones) goes to the failed set.
+    if (problems.length > 0)
+      throw new UnrecoverableError(
+        `${problems.length} of ${list.length} audit records malformed: ${problems.slice(0, 5).join('; ')}`,
+      );
+  };
+
+  const redisOptions: RedisOptions = {
+    connectionName: 'fleet-audit-worker',
+    ...(typeof connection === 'string' ? {} : connection),
+    maxRetriesPerRequest: null,
+  };
+  const client =
+    typeof connection === 'string' ? new Redis(connection, redisOptions) : new Redis(redisOptions);
+  client.on('error', () => undefined);
+  const worker = new Worker(queueName, handle, {
+    connection: client,
+    ...(prefix === undefined ? {} : { prefix }),
+    concurrency,
+    lockDuration: lockDurationMs,
+    stalledInterval: stalledIntervalMs,
+    maxStalledCount,
+    autorun,
+  });
+  worker.on('error', (error) => {
+    // Connection errors repeat while Redis is away: log one per 10 s.
+    const now = Date.now();
+    if (now - lastErrorLog < 10_000) return;
+    lastErrorLog = now;
+    logger.warn('audit worker error', { queue: queueName, error: errorFields(error) });
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    waitUntilReady: () => worker.waitUntilReady().then(() => undefined),
+    run() {
+      void worker.run().catch((error: unknown) => {
+        logger.error('audit worker stopped', { error: errorFields(error) });
+      });
+    },
+    isRunning: () => worker.isRunning() && client.status === 'ready',
+    metrics: () => ({ ...counters, pending: batch.length + inserting }),
+    close() {
+      closing ??= (async () => {
+        // worker.close() waits for active jobs, which wait for their batch: insert it now.
+        const flushing = setInterval(flush, 5);
+        try {
+          await worker.close();
+        } finally {
+          clearInterval(flushing);
+          flush();
+        }
+        await client.quit().catch(() => client.disconnect());
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * MAC_ADDRESS: six hex octets joined by one kind of separator (`:` or `-`), 0.6; or Cisco's
+ * dotted `xxxx.xxxx.xxxx`, 0.4 (needs a MAC word nearby). All-zero and broadcast addresses
+ * (one repeated octet) identify no device and are skipped.
+ */
+import {
+  type Candidate,
+  contextRule,
+  forEachMatch,
+  HAS_DIGIT,
+  isWordCharAt,
+  type Recognizer,
+} from './recognizer.ts';
+
+// Anchored on the separator (a regex starting at every hex letter of prose is slow); the first
+// octet and the left boundary are checked in code.
+const MAC =
+  /([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![:.-]?[0-9A-Za-z_])|\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}(?![.-]?[0-9A-Za-z_])/g;
+const HEX = /^[0-9A-Fa-f]+$/;
+
+const CONTEXT = contextRule({
+  words: [
+    'mac',
+    'hwaddr',
+    'hardware',
+    'ethernet',
+    'ether',
+    'wifi',
+    'wlan',
+    'bssid',
+    'nic',
+    'device',
+    'interface',
+    'address',
+  ],
+});
+
+/** Push the address whose first `lead` hex digits precede the match, if it is one. */
+function emit(
+  text: string,
+  m: RegExpExecArray,
+  lead: number,
+  score: number,
+  out: Candidate[],
+): void {
+  const start = m.index - lead;
+  const first = text.slice(start, m.index);
+  if (start < 0 || !HEX.test(first) || isWordCharAt(text, start - 1)) return;
+  if (/[:.-]/.test(text[start - 1] ?? '')) return;
+  const hex = (first + m[0]).replace(/[^0-9A-Fa-f]/g, '').toLowerCase();
+  if (/^(..)\1{5}$/.test(hex)) return;
+  out.push({
+    type: 'MAC_ADDRESS',
+    start,
+    end: m.index + m[0].length,
+    score,
+    recognizer: 'mac',
+    context: CONTEXT,
+  });
+}
+
+/** Recognizer for MAC_ADDRESS. */
+export const macRecognizer: Recognizer = {
+  name: 'mac',
+  types: ['MAC_ADDRESS'],
+  requires: HAS_DIGIT,
+  find(text, _env, out: Candidate[]) {
+    forEachMatch(MAC, text, (m) => {
+      if (m[1] !== undefined) emit(text, m, 2, 0.6, out);
+      else emit(text, m, 4, 0.4, out);
+    });
+  },
+};

@@ -1,0 +1,184 @@
+/**
+ * The recognizer contract every detector module implements, and the regex fragments they
+ * share. A recognizer proposes candidates with a base score; the analyzer applies context
+ * words, thresholds, the allow-list and overlap resolution.
+ */
+import type { CountryCode } from 'libphonenumber-js/core';
+import type { EntityType } from '../entities.ts';
+
+/** Context words for a candidate, Presidio-style: found within a window, they move the score. */
+export interface ContextRule {
+  /** Lower-case words that raise the score. */
+  readonly words: ReadonlySet<string>;
+  /** Lower-case multi-word phrases that raise the score (matched on the joined window). */
+  readonly phrases: readonly string[];
+  /** Lower-case words that lower the score when among the `negativeBefore` words before it. */
+  readonly negative: ReadonlySet<string>;
+  /** Lower-case words that lower the score when among the `after` words after it, on its line. */
+  readonly negativeAfter: ReadonlySet<string>;
+  /** Added when a word or phrase is found (capped at 1). */
+  readonly boost: number;
+  /** Subtracted when a negative word is found (floored at 0). */
+  readonly penalty: number;
+  /** Words looked at before the candidate. */
+  readonly before: number;
+  /** Words looked at before the candidate for negative words (closer than `before`). */
+  readonly negativeBefore: number;
+  /** Words looked at after the candidate. */
+  readonly after: number;
+}
+
+/**
+ * A proposed span with its base score. When validation is costly (libphonenumber), `score` is
+ * the best score validation could give, `floor` the worst, and `refine` computes the real one
+ * (0 to reject). The analyzer calls `refine` only when validation decides the outcome: the
+ * best score passes the threshold (after context) and the floor does not. Otherwise the
+ * candidate keeps its floor.
+ */
+export interface Candidate {
+  type: EntityType;
+  start: number;
+  end: number;
+  score: number;
+  recognizer: string;
+  context?: ContextRule;
+  floor?: number;
+  refine?: () => number;
+}
+
+/** What recognizers may depend on besides the text. */
+export interface RecognizerEnv {
+  /** Region used to validate phone numbers written without a country code. */
+  readonly defaultRegion: CountryCode;
+}
+
+/** A detector for one entity family. */
+export interface Recognizer {
+  readonly name: string;
+  /** Every type it can emit (a recognizer is skipped when all of them are disabled). */
+  readonly types: readonly EntityType[];
+  /** Cheap test run once per text: when it fails, `find` is not called. */
+  readonly requires?: RegExp;
+  /** Append candidates found in `text` to `out`. */
+  find(text: string, env: RecognizerEnv, out: Candidate[]): void;
+}
+
+/**
+ * Gate shared by the recognizers that need a digit: one object, so the analyzer tests it once
+ * per string.
+ */
+export const HAS_DIGIT = /\d/;
+
+/** Options for {@link contextRule}; everything but `words` has a default. */
+export interface ContextRuleOptions {
+  words: readonly string[];
+  negative?: readonly string[];
+  negativeAfter?: readonly string[];
+  negativeBefore?: number;
+  boost?: number;
+  penalty?: number;
+  before?: number;
+  after?: number;
+}
+
+/**
+ * Build a {@link ContextRule}. Entries with a space are phrases. Defaults: ±0.35; 5 words
+ * before and 3 after for positive words; 3 words before for negative words.
+ */
+export function contextRule(options: ContextRuleOptions): ContextRule {
+  const {
+    words,
+    negative = [],
+    negativeAfter = [],
+    negativeBefore = 3,
+    boost = 0.35,
+    penalty = 0.35,
+    before = 5,
+    after = 3,
+  } = options;
+  return {
+    words: new Set(words.filter((w) => !w.includes(' '))),
+    phrases: words.filter((w) => w.includes(' ')),
+    negative: new Set(negative),
+    negativeAfter: new Set(negativeAfter),
+    boost,
+    penalty,
+    before,
+    negativeBefore,
+    after,
+  };
+}
+
+// Scripts written without spaces between words: their letters may touch a value directly
+// ("电话13812345678"), so they never count as part of the value's word.
+const UNSPACED_CHAR =
+  /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Hangul}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]/u;
+const WORD_CHAR = /[\p{L}\p{M}\p{N}_]/u;
+
+/**
+ * Regex fragments for an ASCII word boundary. Recognizers use these in their (non-unicode)
+ * regexes — a lookbehind over Unicode property classes at every digit makes a regex four to
+ * ten times slower — and check the full rule with {@link isBounded} on each match.
+ */
+export const ASCII_NOT_AFTER_WORD = '(?<![0-9A-Za-z_])';
+
+/** See {@link ASCII_NOT_AFTER_WORD}. */
+export const ASCII_NOT_BEFORE_WORD = '(?![0-9A-Za-z_])';
+
+/**
+ * Whether the character at `index` continues a word: letters, marks and digits of any script
+ * and `_`, except letters of unspaced scripts. False outside the text.
+ */
+export function isWordCharAt(text: string, index: number): boolean {
+  if (index < 0 || index >= text.length) return false;
+  const code = text.charCodeAt(index);
+  if (code < 128) {
+    return (
+      (code >= 48 && code <= 57) ||
+      (code >= 65 && code <= 90) ||
+      (code >= 97 && code <= 122) ||
+      code === 95
+    );
+  }
+  let ch = text[index] ?? '';
+  // A low surrogate: read the whole code point.
+  if (code >= 0xdc00 && code <= 0xdfff && index > 0) ch = text.slice(index - 1, index + 1);
+  else if (code >= 0xd800 && code <= 0xdbff) ch = text.slice(index, index + 2);
+  return WORD_CHAR.test(ch) && !UNSPACED_CHAR.test(ch);
+}
+
+/** Whether `text[start, end)` touches no word on either side (see {@link isWordCharAt}). */
+export function isBounded(text: string, start: number, end: number): boolean {
+  return !isWordCharAt(text, start - 1) && !isWordCharAt(text, end);
+}
+
+/** Run a global regex over `text`, calling `fn` for each match (resets `lastIndex`). */
+export function forEachMatch(re: RegExp, text: string, fn: (match: RegExpExecArray) => void): void {
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (m[0].length === 0) re.lastIndex++;
+    fn(m);
+  }
+}
+
+/** Luhn (mod 10) check over a string of ASCII digits. */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+/** Whether every character of `s` is the same (e.g. `0000000`). */
+export function allSameChar(s: string): boolean {
+  for (let i = 1; i < s.length; i++) if (s[i] !== s[0]) return false;
+  return true;
+}

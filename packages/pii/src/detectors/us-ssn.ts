@@ -1,0 +1,62 @@
+/**
+ * US_SSN: `AAA-GG-SSSS` (dashes, spaces, dots — one kind — or none). Rejected per the SSA's
+ * rules: area 000, 666 or 900–999; group 00; serial 0000; one repeated digit; and numbers the
+ * SSA lists as never valid because they were published (123-45-6789 from advertising,
+ * 078-05-1120 from the Woolworth wallet insert, 219-09-9999). Areas 734–749 and 773–899 are
+ * accepted: since 2011 areas are assigned randomly.
+ * Scores: dashed 0.5, spaced or dotted 0.4, bare 9 digits 0.2; SSN words add 0.35.
+ */
+import {
+  ASCII_NOT_AFTER_WORD,
+  ASCII_NOT_BEFORE_WORD,
+  allSameChar,
+  type Candidate,
+  contextRule,
+  forEachMatch,
+  HAS_DIGIT,
+  isBounded,
+  type Recognizer,
+} from './recognizer.ts';
+
+const SSN = new RegExp(
+  `${ASCII_NOT_AFTER_WORD}(?<![\\-.\\/+])(\\d{3})([\\- .]?)(\\d{2})\\2(\\d{4})${ASCII_NOT_BEFORE_WORD}(?![\\-.\\/]\\d)`,
+  'g',
+);
+
+const PUBLISHED = new Set(['123456789', '078051120', '219099999']);
+
+/** Whether area, group and serial follow the SSA's rules (digits only, 9 of them). */
+export function ssnValid(digits: string): boolean {
+  const area = Number(digits.slice(0, 3));
+  if (area === 0 || area === 666 || area >= 900) return false;
+  if (digits.slice(3, 5) === '00' || digits.slice(5) === '0000') return false;
+  return !allSameChar(digits) && !PUBLISHED.has(digits);
+}
+
+const CONTEXT = contextRule({
+  words: ['ssn', 'ssns', 'social', 'ss', 'ssa', 'taxpayer', 'social security'],
+  negative: ['phone', 'tel', 'fax', 'mobile', 'call', 'order', 'invoice', 'zip', 'routing'],
+});
+
+/** Recognizer for US_SSN. */
+export const usSsnRecognizer: Recognizer = {
+  name: 'us-ssn',
+  types: ['US_SSN'],
+  requires: HAS_DIGIT,
+  find(text, _env, out: Candidate[]) {
+    forEachMatch(SSN, text, (m) => {
+      if (!isBounded(text, m.index, m.index + m[0].length)) return;
+      const digits = `${m[1]}${m[3]}${m[4]}`;
+      if (!ssnValid(digits)) return;
+      const sep = m[2];
+      out.push({
+        type: 'US_SSN',
+        start: m.index,
+        end: m.index + m[0].length,
+        score: sep === '-' ? 0.5 : sep === '' ? 0.2 : 0.4,
+        recognizer: 'us-ssn',
+        context: CONTEXT,
+      });
+    });
+  },
+};

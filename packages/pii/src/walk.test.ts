@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createPiiEngine,
+  formatJsonPath,
+  mapMcpStrings,
+  mapStringLeaves,
+  mcpTargets,
+  PiiLimitError,
+} from './index.ts';
+
+const upper = (s: string) => s.toUpperCase();
+
+describe('JSON walking', () => {
+  it('maps string leaves only; keys and other values stay', () => {
+    const value = { 'a@example.com': 'x', n: 1, b: true, z: null, list: ['y', 2, { deep: 'z' }] };
+    expect(mapStringLeaves(value, upper)).toEqual({
+      'a@example.com': 'X',
+      n: 1,
+      b: true,
+      z: null,
+      list: ['Y', 2, { deep: 'Z' }],
+    });
+  });
+
+  it('returns the same reference when nothing changed, and shares untouched branches', () => {
+    const value = { a: { b: 'keep' }, c: ['x', { d: 'change me' }] };
+    expect(mapStringLeaves(value, (s) => s)).toBe(value);
+    const out = mapStringLeaves(value, (s) => (s === 'change me' ? 'changed' : s));
+    expect(out).not.toBe(value);
+    expect(out.a).toBe(value.a);
+    expect(out.c).not.toBe(value.c);
+    expect(value.c[1]).toEqual({ d: 'change me' });
+  });
+
+  it('keeps a "__proto__" key an own property', () => {
+    const value = JSON.parse('{"__proto__": "x", "a": "y"}') as Record<string, unknown>;
+    const out = mapStringLeaves(value, upper) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.hasOwn(out, '__proto__')).toBe(true);
+    expect(out.a).toBe('Y');
+  });
+
+  it.each([
+    [['content', 0, 'text'], 'content[0].text'],
+    [['arguments', 'note'], 'arguments.note'],
+    [['arguments', 'e-mail'], 'arguments["e-mail"]'],
+    [[0, 1], '[0][1]'],
+    [[], ''],
+  ] as const)('formatJsonPath(%j) = %s', (path, want) => {
+    expect(formatJsonPath(path)).toBe(want);
+  });
+
+  it('rejects a 10,000-deep array with a typed error, not a stack overflow', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    const run = () => mapStringLeaves(deep, upper);
+    expect(run).toThrow(PiiLimitError);
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(PiiLimitError);
+      expect((error as PiiLimitError).code).toBe('PII_LIMIT_EXCEEDED');
+      expect((error as PiiLimitError).limit).toBe('maxDepth');
+      expect((error as PiiLimitError).max).toBe(64);
+    }
+  });
+
+  it('allows exactly maxDepth levels', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 3; i++) deep = [deep];
+    expect(mapStringLeaves(deep, upper, { maxDepth: 3 })).toEqual([[['X']]]);
+    expect(() => mapStringLeaves([deep], upper, { maxDepth: 3 })).toThrow(PiiLimitError);
+  });
+
+  it('bounds the total string size', () => {
+    const value = { a: 'x'.repeat(600), b: ['é'.repeat(300)] };
+    try {
+      mapStringLeaves(value, upper, { maxStringBytes: 1000 });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(PiiLimitError);
+      expect((error as PiiLimitError).limit).toBe('maxStringBytes');
+      expect((error as PiiLimitError).path).toBe('b[0]');
+    }
+    expect(() => mapStringLeaves(value, upper, { maxStringBytes: 1200 })).not.toThrow();
+  });
+});
+
+describe('MCP parts', () => {
+  it.each([
+    ['tools/call', 'request', [['arguments']]],
+    [
+      'tools/call',
+      'response',
+      [['content', '*', 'text'], ['content', '*', 'resource', 'text'], ['structuredContent']],
+    ],
+    ['resources/read', 'response', [['contents', '*', 'text']]],
+    [
+      'prompts/get',
+      'response',
+      [
+        ['messages', '*', 'content', 'text'],
+        ['messages', '*', 'content', 'resource', 'text'],
+      ],
+    ],
+    ['tools/list', 'response', []],
+    ['resources/read', 'request', []],
+  ] as const)('%s %s', (method, phase, want) => {
+    expect(mcpTargets(method, phase)).toEqual(want);
+  });
+
+  it('walks only the user-data parts of a tools/call result', () => {
+    const result = {
+      content: [
+        { type: 'text', text: 'hello' },
+        { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
+        { type: 'resource', resource: { uri: 'file:///a', text: 'inside' } },
+      ],
+      structuredContent: { deep: { list: ['one', 2] } },
+      _meta: { note: 'untouched' },
+      isError: false,
+    };
+    const out = mapMcpStrings('response', 'tools/call', result, upper);
+    expect(out).toEqual({
+      content: [
+        { type: 'text', text: 'HELLO' },
+        { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
+        { type: 'resource', resource: { uri: 'file:///a', text: 'INSIDE' } },
+      ],
+      structuredContent: { deep: { list: ['ONE', 2] } },
+      _meta: { note: 'untouched' },
+      isError: false,
+    });
+    expect(out._meta).toBe(result._meta);
+  });
+
+  it('walks resources/read contents and prompts/get messages', () => {
+    expect(
+      mapMcpStrings('response', 'resources/read', { contents: [{ uri: 'u', text: 'a' }] }, upper),
+    ).toEqual({ contents: [{ uri: 'u', text: 'A' }] });
+    expect(
+      mapMcpStrings(
+        'response',
+        'prompts/get',
+        { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] },
+        upper,
+      ),
+    ).toEqual({ messages: [{ role: 'user', content: { type: 'text', text: 'HI' } }] });
+  });
+
+  it('reports findings with paths and types, never values', () => {
+    const engine = createPiiEngine();
+    const params = {
+      name: 'send',
+      arguments: { note: 'mail a@example.com', list: ['x', 'call +1 212-736-5000'], n: 5 },
+    };
+    const r = engine.transformMcp('request', 'tools/call', params);
+    expect(r.value).toEqual({
+      name: 'send',
+      arguments: { note: 'mail [EMAIL_ADDRESS]', list: ['x', 'call [PHONE_NUMBER]'], n: 5 },
+    });
+    expect(r.findings.map((f) => [f.path, f.type])).toEqual([
+      ['arguments.note', 'EMAIL_ADDRESS'],
+      ['arguments.list[1]', 'PHONE_NUMBER'],
+    ]);
+    expect(r.counts).toEqual({ EMAIL_ADDRESS: 1, PHONE_NUMBER: 1 });
+    expect(JSON.stringify(r.findings)).not.toMatch(/example|212/);
+  });
+
+  it('returns the input itself when the message has no PII', () => {
+    const params = { name: 't', arguments: { q: 'weather in Paris' } };
+    const r = createPiiEngine().transformMcp('request', 'tools/call', params);
+    expect(r.value).toBe(params);
+    expect(r.changed).toBe(false);
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseAuditLoggerEnv, parseAuditWorkerEnv } from './config.ts';
+
+describe('audit-logger environment', () => {
+  it('has the documented defaults', () => {
+    expect(parseAuditLoggerEnv({})).toEqual({
+      HOST: '127.0.0.1',
+      PORT: 8083,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      AUDIT_PGLITE_DIR: '.fleet/audit-pglite',
+      AUDIT_QUEUE: 'fleet-audit',
+      AUDIT_RETENTION_DAYS: 30,
+      LOG_LEVEL: 'info',
+      AUDIT_WORKER: true,
+      AUDIT_BATCH_JOBS: true,
+      AUDIT_JOURNAL: '.fleet/audit-logger-audit.ndjson',
+      AUDIT_PAYLOAD_PREVIEW: 0,
+    });
+    expect(parseAuditWorkerEnv({}).PORT).toBe(8084);
+  });
+
+  it('reads every variable', () => {
+    expect(
+      parseAuditLoggerEnv({
+        HOST: '0.0.0.0',
+        PORT: '0',
+        REDIS_URL: 'redis://redis:6379',
+        DATABASE_URL: 'postgres://u@db/audit',
+        AUDIT_DB_SCHEMA: 'audit',
+        FLEET_TOKEN: 't',
+        AUDIT_READ_TOKEN: 'r',
+        AUDIT_RETENTION_DAYS: '7',
+        TRACE_URL_TEMPLATE: 'http://jaeger:16686/trace/{traceId}',
+        AUDIT_WORKER: 'false',
+        AUDIT_BATCH_JOBS: '0',
+        AUDIT_JOURNAL: '/var/lib/audit.ndjson',
+        AUDIT_QUEUE: 'q',
+        AUDIT_PREFIX: 'p',
+        AUDIT_BATCH_SIZE: '50',
+        AUDIT_WORKER_CONCURRENCY: '200',
+        AUDIT_PAYLOAD_PREVIEW: '256',
+        LOG_LEVEL: 'warn',
+      }),
+    ).toMatchObject({
+      PORT: 0,
+      DATABASE_URL: 'postgres://u@db/audit',
+      AUDIT_RETENTION_DAYS: 7,
+      AUDIT_WORKER: false,
+      AUDIT_BATCH_JOBS: false,
+      AUDIT_BATCH_SIZE: 50,
+      AUDIT_PAYLOAD_PREVIEW: 256,
+    });
+    expect(parseAuditLoggerEnv({ DATABASE_URL: '', AUDIT_WORKER: '' })).toMatchObject({
+      DATABASE_URL: undefined,
+      AUDIT_WORKER: true,
+    });
+  });
+
+  it.each([
+    [{ PORT: '70000' }, 'PORT'],
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ AUDIT_RETENTION_DAYS: '0' }, 'AUDIT_RETENTION_DAYS'],
+    [{ AUDIT_WORKER: 'maybe' }, 'AUDIT_WORKER'],
+    [{ TRACE_URL_TEMPLATE: 'http://jaeger/trace' }, 'TRACE_URL_TEMPLATE'],
+    [{ TRACE_URL_TEMPLATE: 'javascript:alert(1)//{traceId}' }, 'TRACE_URL_TEMPLATE'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
+    [{ AUDIT_DB_SCHEMA: 'a;drop' }, 'AUDIT_DB_SCHEMA'],
+  ])('refuses %j naming %s', (env, name) => {
+    const error = (() => {
+      try {
+        parseAuditLoggerEnv(env);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(name);
+  });
+});

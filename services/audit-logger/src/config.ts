@@ -1,0 +1,106 @@
+/**
+ * The environment of the audit-logger service and of the standalone audit worker, parsed
+ * once at the edge with zod. Only `main.ts` and `worker.ts` call these; nothing below them
+ * reads `process.env`.
+ */
+import { AUDIT_QUEUE, DEFAULT_PGLITE_DIR, DEFAULT_RETENTION_DAYS } from '@fleet/audit';
+import { z } from 'zod';
+
+/** The configuration cannot be used; the message names each bad variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code = 'INVALID_CONFIG';
+}
+
+/** Default port of the audit-logger service. */
+export const AUDIT_LOGGER_PORT = 8083;
+/** Default port of the standalone audit worker. */
+export const AUDIT_WORKER_PORT = 8084;
+/** Where the audit-logger's own producer journals while Redis is away (one per process). */
+export const DEFAULT_AUDIT_LOGGER_JOURNAL = '.fleet/audit-logger-audit.ndjson';
+
+// Unset and empty mean the same: the default.
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+const flag = (fallback: boolean) =>
+  z.preprocess(
+    (value) => (value === '' || value === undefined ? fallback : value),
+    z.union([
+      z.boolean(),
+      z.enum(['true', '1', 'yes', 'on']).transform(() => true),
+      z.enum(['false', '0', 'no', 'off']).transform(() => false),
+    ]),
+  );
+
+const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const SharedSchema = {
+  HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),
+  REDIS_URL: optional(
+    z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
+  ).transform((v) => v ?? 'redis://127.0.0.1:6379'),
+  DATABASE_URL: optional(
+    z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'),
+  ),
+  AUDIT_PGLITE_DIR: optional(z.string().min(1)).transform((v) => v ?? DEFAULT_PGLITE_DIR),
+  AUDIT_DB_SCHEMA: optional(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier'),
+  ),
+  AUDIT_QUEUE: optional(z.string().min(1)).transform((v) => v ?? AUDIT_QUEUE),
+  AUDIT_PREFIX: optional(z.string().min(1)),
+  AUDIT_RETENTION_DAYS: optional(z.coerce.number().positive().max(36_500)).transform(
+    (v) => v ?? DEFAULT_RETENTION_DAYS,
+  ),
+  AUDIT_BATCH_SIZE: optional(integer(1, 10_000)),
+  AUDIT_WORKER_CONCURRENCY: optional(integer(1, 100_000)),
+  LOG_LEVEL: optional(
+    z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+  ).transform((v) => v ?? 'info'),
+};
+
+const AuditLoggerEnvSchema = z.object({
+  ...SharedSchema,
+  PORT: optional(integer(0, 65_535)).transform((v) => v ?? AUDIT_LOGGER_PORT),
+  FLEET_TOKEN: optional(z.string()),
+  AUDIT_READ_TOKEN: optional(z.string()),
+  TRACE_URL_TEMPLATE: optional(
+    z
+      .string()
+      .regex(/^https?:\/\//, 'must be an http(s) URL')
+      .refine((v) => v.includes('{traceId}'), 'must contain {traceId}'),
+  ),
+  AUDIT_WORKER: flag(true),
+  AUDIT_BATCH_JOBS: flag(true),
+  AUDIT_JOURNAL: optional(z.string().min(1)).transform((v) => v ?? DEFAULT_AUDIT_LOGGER_JOURNAL),
+  AUDIT_PAYLOAD_PREVIEW: optional(integer(0, 4096)).transform((v) => v ?? 0),
+});
+
+const AuditWorkerEnvSchema = z.object({
+  ...SharedSchema,
+  PORT: optional(integer(0, 65_535)).transform((v) => v ?? AUDIT_WORKER_PORT),
+});
+
+/** The audit-logger service's configuration. */
+export type AuditLoggerConfig = z.infer<typeof AuditLoggerEnvSchema>;
+/** The standalone audit worker's configuration. */
+export type AuditWorkerConfig = z.infer<typeof AuditWorkerEnvSchema>;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function parse<T extends z.ZodType>(schema: T, env: Env, what: string): z.infer<T> {
+  const result = schema.safeParse(env);
+  if (!result.success)
+    throw new ConfigError(`invalid ${what} environment:\n${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/** Parse the audit-logger's environment. @throws ConfigError naming each bad variable. */
+export function parseAuditLoggerEnv(env: Env): AuditLoggerConfig {
+  return parse(AuditLoggerEnvSchema, env, 'audit-logger');
+}
+
+/** Parse the standalone worker's environment. @throws ConfigError naming each bad variable. */
+export function parseAuditWorkerEnv(env: Env): AuditWorkerConfig {
+  return parse(AuditWorkerEnvSchema, env, 'audit-worker');
+}

@@ -1,0 +1,157 @@
+import { type AuditRecord, parseAuditRecord } from '@fleet/audit';
+import { createInterceptorHost } from '@fleet/interceptor-kit';
+import { describe, expect, it } from 'vitest';
+import {
+  AUDIT_LOGGER_INTERCEPTOR,
+  createAuditLoggerInterceptor,
+  invocationRecord,
+  targetOf,
+} from './interceptor.ts';
+
+const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const SPAN = '00f067aa0ba902b7';
+
+describe('invocationRecord', () => {
+  it('records the context the orchestrator sent, and no payload values', () => {
+    const record = invocationRecord(
+      { name: 'get_weather', arguments: { city: 'Paris', email: 'bob@example.com' } },
+      {
+        event: 'tools/call',
+        phase: 'request',
+        context: {
+          traceId: TRACE,
+          spanId: SPAN,
+          sessionId: 'session-1',
+          timestamp: '2025-06-01T12:00:00Z',
+          principal: {
+            type: 'user',
+            id: 'alice',
+            claims: {
+              sub: 'alice',
+              roles: ['admin'],
+              email: 'alice@example.com',
+              nested: { a: 1 },
+            },
+          },
+        },
+      },
+    );
+    expect(parseAuditRecord(record)).toEqual(record);
+    expect(record).toMatchObject({
+      kind: 'invocation',
+      event: 'tools/call',
+      phase: 'request',
+      method: 'tools/call',
+      target: 'get_weather',
+      traceId: TRACE,
+      spanId: SPAN,
+      sessionId: 'session-1',
+      principal: { type: 'user', id: 'alice', claims: { sub: 'alice', roles: ['admin'] } },
+      decision: 'allowed',
+      status: 'success',
+      interceptors: [{ name: AUDIT_LOGGER_INTERCEPTOR, type: 'validation', mode: 'audit' }],
+    });
+    expect(record.payloadPreview).toBeUndefined();
+    expect(JSON.stringify(record)).not.toMatch(/Paris|example\.com/);
+  });
+
+  it('keeps a short preview only when asked (the worker scrubs it)', () => {
+    const record = invocationRecord(
+      { name: 'echo', arguments: { text: 'x'.repeat(100) } },
+      { event: 'tools/call', phase: 'request', context: {} },
+      { previewChars: 20 },
+    );
+    expect(record.payloadPreview).toBe('{"name":"echo","argu');
+  });
+
+  it('leaves out ids that are not W3C ids, so the worker never refuses the record', () => {
+    const record = invocationRecord(
+      {},
+      {
+        event: 'x/y',
+        phase: 'response',
+        context: {
+          traceId: 'NOT-A-TRACE',
+          spanId: 'zz',
+          sessionId: '',
+          principal: { type: 'anonymous', id: '' },
+        },
+      },
+    );
+    expect(record.traceId).toBeUndefined();
+    expect(record.sessionId).toBeUndefined();
+    expect(record.principal).toEqual({ type: 'anonymous' });
+    expect(() => parseAuditRecord(record)).not.toThrow();
+  });
+
+  it.each([
+    [{ name: 'get_weather' }, 'get_weather'],
+    [{ uri: 'file:///etc/motd' }, 'file:///etc/motd'],
+    [{ name: '' }, undefined],
+    [{ name: 42 }, undefined],
+    [null, undefined],
+    ['text', undefined],
+  ])('targetOf(%j) is %j', (payload, target) => {
+    expect(targetOf(payload)).toBe(target);
+  });
+
+  it('has no target in the response phase (the payload is a result)', () => {
+    const record = invocationRecord(
+      { name: 'looks-like-a-name' },
+      { event: 'tools/call', phase: 'response', context: {} },
+    );
+    expect(record.target).toBeUndefined();
+  });
+});
+
+describe('the audit-logger interceptor', () => {
+  it('is a validation interceptor in audit mode with failOpen, on every event in both phases', () => {
+    const host = createInterceptorHost([
+      createAuditLoggerInterceptor({ sink: { enqueue: () => undefined } }),
+    ]);
+    expect(host.list({}).interceptors).toEqual([
+      expect.objectContaining({
+        name: 'audit-logger',
+        type: 'validation',
+        mode: 'audit',
+        failOpen: true,
+        hooks: [
+          { events: ['*'], phase: 'request' },
+          { events: ['*'], phase: 'response' },
+        ],
+      }),
+    ]);
+    expect(host.list({ event: 'resources/read' }).interceptors).toHaveLength(1);
+  });
+
+  it('queues one record per invocation and answers valid: true, even when the sink throws', async () => {
+    const records: AuditRecord[] = [];
+    const errors: unknown[] = [];
+    let broken = false;
+    const host = createInterceptorHost([
+      createAuditLoggerInterceptor({
+        sink: {
+          enqueue: (record) => {
+            if (broken) throw new Error('sink broken');
+            records.push(record);
+          },
+        },
+        onError: (error) => errors.push(error),
+      }),
+    ]);
+    const invoke = () =>
+      host.invoke({
+        name: 'audit-logger',
+        event: 'tools/call',
+        phase: 'request',
+        payload: { name: 'echo' },
+        context: { traceId: TRACE },
+      });
+    await expect(invoke()).resolves.toMatchObject({ interceptor: 'audit-logger', valid: true });
+    broken = true;
+    await expect(invoke()).resolves.toMatchObject({ valid: true });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ traceId: TRACE, target: 'echo' });
+    expect(errors).toHaveLength(1);
+  });
+});

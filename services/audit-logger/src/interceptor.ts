@@ -1,0 +1,184 @@
+/**
+ * The `audit-logger` interceptor: a validator in audit mode with `failOpen`, hooked on every
+ * event in both phases. Each invocation becomes one `invocation` audit record (the context
+ * the orchestrator sent: principal, trace and span ids, session, event, phase, target) handed
+ * to the audit producer, which never waits on Redis; the answer is `valid: true` at once.
+ *
+ * No payload values are recorded. A short `payloadPreview` is written only when
+ * `previewChars` is set, and the worker scrubs it before it is stored.
+ */
+import {
+  type AuditPrincipal,
+  type AuditRecord,
+  type AuditRecordInput,
+  ClaimValueSchema,
+  createAuditRecord,
+  PAYLOAD_PREVIEW_MAX_LENGTH,
+  SpanIdSchema,
+  TraceIdSchema,
+} from '@fleet/audit';
+import type { InvocationContext } from '@fleet/core';
+import {
+  allow,
+  defineValidator,
+  type HandlerContext,
+  type Interceptor,
+} from '@fleet/interceptor-kit';
+
+/** The interceptor's name (stable: configs and tests refer to it). */
+export const AUDIT_LOGGER_INTERCEPTOR = 'audit-logger';
+
+/** Principal claims kept in a record unless configured otherwise (never the whole token). */
+export const DEFAULT_AUDITED_CLAIMS: readonly string[] = [
+  'sub',
+  'iss',
+  'client_id',
+  'azp',
+  'scope',
+  'roles',
+  'groups',
+  'tenant',
+];
+
+/** Where records go: `AuditProducer.enqueue` returns at once and never throws. */
+export interface AuditSink {
+  enqueue(record: AuditRecord): void;
+}
+
+/** Options for {@link createAuditLoggerInterceptor}. */
+export interface AuditLoggerInterceptorOptions {
+  sink: AuditSink;
+  /** Characters of the JSON payload kept as `payloadPreview` (scrubbed by the worker). Default 0: none. */
+  previewChars?: number;
+  /** Principal claims to keep. Default {@link DEFAULT_AUDITED_CLAIMS}. */
+  claims?: readonly string[];
+  /** Told about a record that could not be made or queued; the invocation still answers. */
+  onError?: (error: unknown) => void;
+}
+
+const MAX_CLAIM_LENGTH = 256;
+const MAX_ID_LENGTH = 512;
+
+function selectClaims(
+  claims: Record<string, unknown> | undefined,
+  keep: readonly string[],
+): AuditPrincipal['claims'] {
+  if (claims === undefined) return undefined;
+  const selected: NonNullable<AuditPrincipal['claims']> = {};
+  for (const key of keep) {
+    let value = claims[key];
+    if (typeof value === 'string' && value.length > MAX_CLAIM_LENGTH)
+      value = value.slice(0, MAX_CLAIM_LENGTH);
+    const parsed = ClaimValueSchema.safeParse(value);
+    if (value !== undefined && parsed.success) selected[key] = parsed.data;
+  }
+  return Object.keys(selected).length > 0 ? selected : undefined;
+}
+
+function shortText(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value.slice(0, MAX_ID_LENGTH) : undefined;
+}
+
+/**
+ * The governed operation's target: `name` (tools/call, prompts/get) or `uri`
+ * (resources/read, resources/subscribe) of a request payload; none for a response.
+ */
+export function targetOf(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const { name, uri } = payload as { name?: unknown; uri?: unknown };
+  return shortText(name) ?? shortText(uri);
+}
+
+function preview(payload: unknown, chars: number): string | undefined {
+  if (chars <= 0 || payload === undefined) return undefined;
+  try {
+    const text = JSON.stringify(payload);
+    return text === undefined
+      ? undefined
+      : text.slice(0, Math.min(chars, PAYLOAD_PREVIEW_MAX_LENGTH));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The record of one invocation. Ids the caller sent that are not valid W3C ids are left
+ * out (the active span's are used instead), so a record is never refused by the worker for
+ * a caller's mistake.
+ */
+export function invocationRecord(
+  payload: unknown,
+  ctx: Pick<HandlerContext, 'event' | 'phase' | 'context'>,
+  options: Pick<AuditLoggerInterceptorOptions, 'previewChars' | 'claims'> = {},
+): AuditRecord {
+  const context: InvocationContext = ctx.context;
+  const input: AuditRecordInput = {
+    kind: 'invocation',
+    event: ctx.event,
+    phase: ctx.phase,
+    method: ctx.event,
+    decision: 'allowed',
+    status: 'success',
+    durationMs: 0,
+    interceptors: [
+      {
+        name: AUDIT_LOGGER_INTERCEPTOR,
+        type: 'validation',
+        mode: 'audit',
+        outcome: 'allowed',
+        durationMs: 0,
+      },
+    ],
+  };
+  const traceId = TraceIdSchema.safeParse(context.traceId);
+  if (traceId.success) {
+    input.traceId = traceId.data;
+    const spanId = SpanIdSchema.safeParse(context.spanId);
+    if (spanId.success) input.spanId = spanId.data;
+  }
+  const sessionId = shortText(context.sessionId);
+  if (sessionId) input.sessionId = sessionId;
+  if (context.principal) {
+    const principal: AuditPrincipal = { type: context.principal.type };
+    const id = shortText(context.principal.id);
+    if (id) principal.id = id;
+    const claims = selectClaims(context.principal.claims, options.claims ?? DEFAULT_AUDITED_CLAIMS);
+    if (claims) principal.claims = claims;
+    input.principal = principal;
+  }
+  const target = ctx.phase === 'request' ? targetOf(payload) : undefined;
+  if (target) input.target = target;
+  const text = preview(payload, options.previewChars ?? 0);
+  if (text !== undefined) input.payloadPreview = text;
+  return createAuditRecord(input);
+}
+
+/** The `audit-logger` interceptor. */
+export function createAuditLoggerInterceptor(options: AuditLoggerInterceptorOptions): Interceptor {
+  const { sink, onError } = options;
+  return defineValidator({
+    name: AUDIT_LOGGER_INTERCEPTOR,
+    version: '0.1.0',
+    description:
+      'Records every invocation (who, what, which trace) in the durable audit trail; never blocks.',
+    hooks: [
+      { events: ['*'], phase: 'request' },
+      { events: ['*'], phase: 'response' },
+    ],
+    mode: 'audit',
+    failOpen: true,
+    handler(payload, ctx) {
+      try {
+        sink.enqueue(invocationRecord(payload, ctx, options));
+      } catch (error) {
+        // Auditing never fails the invocation; the producer itself never throws.
+        try {
+          onError?.(error);
+        } catch {
+          // ignore
+        }
+      }
+      return allow();
+    },
+  });
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+/**
+ * The audit-logger process: reads the environment once, opens the audit store (PostgreSQL
+ * when DATABASE_URL is set, else PGlite under .fleet/), starts the audit producer, the worker
+ * and the retention schedule (unless AUDIT_WORKER=false), listens, and drains on SIGTERM.
+ *
+ * Env (README.md has the table): HOST, PORT (8083), REDIS_URL, DATABASE_URL,
+ * AUDIT_PGLITE_DIR, AUDIT_DB_SCHEMA, FLEET_TOKEN, AUDIT_READ_TOKEN, AUDIT_RETENTION_DAYS,
+ * TRACE_URL_TEMPLATE, AUDIT_WORKER, AUDIT_BATCH_JOBS, AUDIT_JOURNAL, AUDIT_QUEUE, AUDIT_PREFIX,
+ * AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, AUDIT_PAYLOAD_PREVIEW, LOG_LEVEL, OTEL_*.
+ */
+import {
+  type AuditWorker,
+  createAuditProducer,
+  createAuditWorker,
+  openAuditStore,
+  startAuditRetention,
+} from '@fleet/audit';
+import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
+import {
+  type AuditLoggerConfig,
+  auditLoggerOf,
+  ConfigError,
+  createAuditLoggerApp,
+  createLogger,
+  parseAuditLoggerEnv,
+  registerAuditMetrics,
+} from './app.ts';
+import { createPiiScrubber } from './scrubber.ts';
+
+let config: AuditLoggerConfig;
+try {
+  config = parseAuditLoggerEnv(process.env);
+} catch (error) {
+  process.stderr.write(`${error instanceof ConfigError ? error.message : String(error)}\n`);
+  process.exit(1);
+}
+
+const log = createLogger(config.LOG_LEVEL, 'audit-logger');
+const auditLog = auditLoggerOf(log);
+const telemetry = startTelemetry(
+  telemetryOptionsFromEnv(process.env, { serviceName: 'audit-logger', serviceVersion: '0.1.0' }),
+);
+const queue = {
+  connection: config.REDIS_URL,
+  queue: config.AUDIT_QUEUE,
+  ...(config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {}),
+};
+
+const store = await openAuditStore({
+  databaseUrl: config.DATABASE_URL,
+  pgliteDir: config.AUDIT_PGLITE_DIR,
+  schema: config.AUDIT_DB_SCHEMA,
+  logger: auditLog,
+});
+log.info({ engine: store.engine }, 'audit store open');
+
+const producer = createAuditProducer({
+  ...queue,
+  journalPath: config.AUDIT_JOURNAL,
+  // One queue job per batch of records: what lets the pipeline run past BullMQ's per-job rate.
+  batchJobs: config.AUDIT_BATCH_JOBS,
+  logger: auditLog,
+});
+let worker: AuditWorker | undefined;
+let retention: ReturnType<typeof startAuditRetention> | undefined;
+if (config.AUDIT_WORKER) {
+  worker = createAuditWorker({
+    ...queue,
+    store,
+    scrub: createPiiScrubber(),
+    logger: auditLog,
+    ...(config.AUDIT_BATCH_SIZE ? { batchSize: config.AUDIT_BATCH_SIZE } : {}),
+    ...(config.AUDIT_WORKER_CONCURRENCY ? { concurrency: config.AUDIT_WORKER_CONCURRENCY } : {}),
+  });
+  retention = startAuditRetention({
+    connection: config.REDIS_URL,
+    ...(config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {}),
+    queue: `${config.AUDIT_QUEUE}-retention`,
+    store,
+    retentionDays: config.AUDIT_RETENTION_DAYS,
+    logger: auditLog,
+  });
+}
+registerAuditMetrics(telemetry.meter, { producer, worker });
+
+const service = createAuditLoggerApp({
+  sink: producer,
+  store,
+  token: config.FLEET_TOKEN,
+  readToken: config.AUDIT_READ_TOKEN,
+  traceUrlTemplate: config.TRACE_URL_TEMPLATE,
+  previewChars: config.AUDIT_PAYLOAD_PREVIEW,
+  metricsHandler: telemetry.metricsHandler,
+  logger: log,
+  onInvoked: (event) =>
+    telemetry.metrics.recordInterceptor(event.durationMs, {
+      interceptor: event.interceptor,
+      outcome:
+        event.outcome === 'ok' ? 'allowed' : event.outcome === 'timeout' ? 'timeout' : 'failed',
+      type: 'validation',
+      mode: 'audit',
+      phase: event.phase,
+    }),
+});
+const listening = await listen(service.listener, {
+  service: 'audit-logger',
+  host: config.HOST,
+  port: config.PORT,
+});
+log.info(
+  { url: listening.url, worker: config.AUDIT_WORKER, retentionDays: config.AUDIT_RETENTION_DAYS },
+  'audit-logger listening',
+);
+
+onShutdown(async () => {
+  // In-flight invocations finish (their records are queued), then the producer delivers
+  // or journals what it holds, the worker stores its current batch, and the store closes.
+  await listening.close();
+  await producer.close();
+  await retention?.close();
+  await worker?.close();
+  await store.close();
+  log.info({}, 'audit-logger stopped');
+  await telemetry.shutdown();
+});

@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+/**
+ * The standalone audit worker (`audit-worker`), for scaling the store side apart from the
+ * interceptor: consumes the audit queue into the store, runs the retention schedule, serves
+ * `/healthz`, `/readyz` and `/metrics`, and drains on SIGTERM. It prints the start-up line
+ * `{"service":"audit-worker","url":...}`.
+ *
+ * Env: HOST, PORT (8084), REDIS_URL, DATABASE_URL (unset: PGlite under .fleet/, which only
+ * one process may open: run the audit-logger with AUDIT_WORKER=false against PostgreSQL
+ * instead), AUDIT_PGLITE_DIR, AUDIT_DB_SCHEMA, AUDIT_RETENTION_DAYS, AUDIT_QUEUE,
+ * AUDIT_PREFIX, AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, LOG_LEVEL, OTEL_*.
+ */
+import { createAuditWorker, openAuditStore, startAuditRetention } from '@fleet/audit';
+import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
+import {
+  type AuditWorkerConfig,
+  auditLoggerOf,
+  ConfigError,
+  createLogger,
+  createWorkerHttpApp,
+  parseAuditWorkerEnv,
+  registerAuditMetrics,
+} from './app.ts';
+import { createPiiScrubber } from './scrubber.ts';
+
+let config: AuditWorkerConfig;
+try {
+  config = parseAuditWorkerEnv(process.env);
+} catch (error) {
+  process.stderr.write(`${error instanceof ConfigError ? error.message : String(error)}\n`);
+  process.exit(1);
+}
+
+const log = createLogger(config.LOG_LEVEL, 'audit-worker');
+const auditLog = auditLoggerOf(log);
+const telemetry = startTelemetry(
+  telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),
+);
+const store = await openAuditStore({
+  databaseUrl: config.DATABASE_URL,
+  pgliteDir: config.AUDIT_PGLITE_DIR,
+  schema: config.AUDIT_DB_SCHEMA,
+  logger: auditLog,
+});
+log.info({ engine: store.engine }, 'audit store open');
+const prefix = config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {};
+const worker = createAuditWorker({
+  connection: config.REDIS_URL,
+  queue: config.AUDIT_QUEUE,
+  ...prefix,
+  store,
+  scrub: createPiiScrubber(),
+  logger: auditLog,
+  ...(config.AUDIT_BATCH_SIZE ? { batchSize: config.AUDIT_BATCH_SIZE } : {}),
+  ...(config.AUDIT_WORKER_CONCURRENCY ? { concurrency: config.AUDIT_WORKER_CONCURRENCY } : {}),
+});
+const retention = startAuditRetention({
+  connection: config.REDIS_URL,
+  queue: `${config.AUDIT_QUEUE}-retention`,
+  ...prefix,
+  store,
+  retentionDays: config.AUDIT_RETENTION_DAYS,
+  logger: auditLog,
+});
+registerAuditMetrics(telemetry.meter, { worker });
+
+const app = createWorkerHttpApp({
+  ready: async () => worker.isRunning() && (await store.ping()),
+  metricsHandler: telemetry.metricsHandler,
+});
+const listening = await listen(app, {
+  service: 'audit-worker',
+  host: config.HOST,
+  port: config.PORT,
+});
+log.info(
+  { url: listening.url, retentionDays: config.AUDIT_RETENTION_DAYS },
+  'audit worker running',
+);
+
+onShutdown(async () => {
+  await listening.close();
+  await retention.close();
+  await worker.close();
+  await store.close();
+  log.info({}, 'audit worker stopped');
+  await telemetry.shutdown();
+});

@@ -1,0 +1,212 @@
+/**
+ * Test helpers: cleanup after each test, unique BullMQ prefixes on the shared Redis, a
+ * PostgreSQL schema per test file, the service on 127.0.0.1:0, and a stock MCP SDK client.
+ */
+import { randomBytes } from 'node:crypto';
+import type { RequestListener } from 'node:http';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { type AuditRecord, type AuditStore, createAuditRecord, openAuditStore } from '@fleet/audit';
+import { listen } from '@fleet/interceptor-kit';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
+import type { z } from 'zod';
+
+/** The Redis and PostgreSQL every machine of this kind runs. */
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+export const DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+
+/** Run `cleanup` after the current test (last registered runs first). */
+export function defer(cleanup: () => Promise<unknown>): void {
+  cleanups.push(cleanup);
+}
+
+afterEach(async () => {
+  while (cleanups.length > 0)
+    await cleanups
+      .pop()?.()
+      .catch(() => undefined);
+});
+
+/** A random suffix for names. */
+export function randomName(prefix: string): string {
+  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** A BullMQ prefix no other test uses; its keys are deleted after the test. */
+export function uniquePrefix(): string {
+  const prefix = randomName('test-audit-logger');
+  defer(async () => {
+    const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await client.del(...keys);
+      } while (cursor !== '0');
+    } finally {
+      client.disconnect();
+    }
+  });
+  return prefix;
+}
+
+/** A store in a fresh PostgreSQL schema; `drop()` removes the schema. */
+export async function openSchemaStore(): Promise<{
+  store: AuditStore;
+  schema: string;
+  drop(): Promise<void>;
+}> {
+  const schema = randomName('audit_logger_test');
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+  const store = await openAuditStore({ databaseUrl: DATABASE_URL, schema, logger: quiet });
+  return {
+    store,
+    schema,
+    async drop() {
+      await store.close();
+      // pg is the audit package's dependency, not this service's: load it from there.
+      const pg = workspaceRequire('packages/audit')('pg') as PgModule;
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    },
+  };
+}
+
+interface PgModule {
+  Client: new (options: {
+    connectionString: string;
+  }) => {
+    connect(): Promise<unknown>;
+    query(sql: string): Promise<unknown>;
+    end(): Promise<void>;
+  };
+}
+
+/** `require` as seen from a workspace package (for its dependencies). */
+function workspaceRequire(packageDir: string): NodeJS.Require {
+  return createRequire(new URL(`../../../${packageDir}/package.json`, import.meta.url));
+}
+
+/** Listen on 127.0.0.1:0 without printing the start-up line; closed after the test. */
+export async function serve(listener: RequestListener): Promise<string> {
+  const listening = await serveUntilClosed(listener);
+  defer(() => listening.close());
+  return listening.url;
+}
+
+/** Listen on 127.0.0.1:0 until `close()` (for a whole test file). */
+export async function serveUntilClosed(
+  listener: RequestListener,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const listening = await listen(listener, { service: 'test', port: 0, announce: false });
+  return { url: listening.url, close: () => listening.close(100) };
+}
+
+/** Poll until `predicate` holds, or fail after `timeoutMs`. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((tick) => setTimeout(tick, 20));
+  }
+}
+
+/** A random W3C trace id. */
+export function traceId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** A random W3C span id. */
+export function spanId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** Base instant of {@link recordAt}: 2025-06-01T12:00:00Z. */
+export const T0 = Date.parse('2025-06-01T12:00:00Z');
+
+/** A valid `chain` record stamped `offsetMs` after {@link T0}, with `overrides` applied. */
+export function recordAt(offsetMs: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
+  return createAuditRecord({
+    kind: 'chain',
+    event: 'tools/call',
+    phase: 'request',
+    method: 'tools/call',
+    target: 'echo',
+    decision: 'allowed',
+    status: 'success',
+    durationMs: 1,
+    timestamp: new Date(T0 + offsetMs).toISOString(),
+    ...overrides,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A stock MCP SDK client. The SDK is a dependency of @fleet/interceptor-kit, not of this
+// service: load it from there (its ESM build) and describe the little used here.
+
+/** The part of the SDK's `Client` the tests use. */
+export interface SdkClient {
+  connect(transport: unknown): Promise<void>;
+  request<T extends z.ZodType>(
+    request: { method: string; params?: Record<string, unknown> },
+    resultSchema: T,
+  ): Promise<z.infer<T>>;
+  getServerCapabilities(): Record<string, unknown> | undefined;
+  close(): Promise<void>;
+}
+
+interface SdkModules {
+  Client: new (
+    info: { name: string; version: string },
+    options?: { capabilities?: Record<string, unknown> },
+  ) => SdkClient;
+  StreamableHTTPClientTransport: new (
+    url: URL,
+    options?: { requestInit?: { headers?: Record<string, string> } },
+  ) => unknown;
+}
+
+let sdk: Promise<SdkModules> | undefined;
+
+function loadSdk(): Promise<SdkModules> {
+  sdk ??= (async () => {
+    const kit = workspaceRequire('packages/interceptor-kit');
+    const cjs = kit.resolve('@modelcontextprotocol/sdk/client/index.js');
+    const root = cjs.slice(0, cjs.lastIndexOf('/dist/cjs/'));
+    const esm = (path: string) => pathToFileURL(`${root}/dist/esm/${path}`).href;
+    const client = (await import(esm('client/index.js'))) as Pick<SdkModules, 'Client'>;
+    const transport = (await import(esm('client/streamableHttp.js'))) as Pick<
+      SdkModules,
+      'StreamableHTTPClientTransport'
+    >;
+    return {
+      Client: client.Client,
+      StreamableHTTPClientTransport: transport.StreamableHTTPClientTransport,
+    };
+  })();
+  return sdk;
+}
+
+/** Connect a stock MCP SDK client to `mcpUrl`; closed after the test. */
+export async function connectMcpClient(mcpUrl: string, token?: string): Promise<SdkClient> {
+  const { Client, StreamableHTTPClientTransport } = await loadSdk();
+  const client = new Client({ name: 'audit-logger-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(
+    new URL(mcpUrl),
+    token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {},
+  );
+  await client.connect(transport);
+  defer(() => client.close());
+  return client;
+}

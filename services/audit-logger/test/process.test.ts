@@ -1,0 +1,162 @@
+/**
+ * Both entry points as real processes: `main.ts` (audit-logger, default PGlite under
+ * `.fleet/` of its cwd, worker in process) and `worker.ts` (audit-worker against PostgreSQL):
+ * start-up line, health, metrics, records end to end, graceful SIGTERM.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAuditProducer, createAuditRecord } from '@fleet/audit';
+import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { defer, openSchemaStore, REDIS_URL, traceId, uniquePrefix, waitFor } from './helpers.ts';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
+const quietEnv = { LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' };
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'audit-logger-proc-'));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe('audit-logger process', () => {
+  it('serves the interceptor, stores its records in PGlite under .fleet/, and drains on SIGTERM', async () => {
+    const cwd = await tempDir();
+    const prefix = uniquePrefix();
+    const service = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd,
+      env: {
+        ...quietEnv,
+        PORT: '0',
+        AUDIT_PREFIX: prefix,
+        AUDIT_READ_TOKEN: 'r',
+        DATABASE_URL: '',
+      },
+      readyTimeoutMs: 40_000,
+    });
+    defer(() => service.stop('SIGKILL'));
+    expect(service.service).toBe('audit-logger');
+    expect(service.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(existsSync(join(cwd, '.fleet/audit-pglite'))).toBe(true);
+    expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+
+    const trace = traceId();
+    const invoke = await fetch(`${service.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'interceptor/invoke',
+        params: {
+          name: 'audit-logger',
+          event: 'prompts/get',
+          phase: 'request',
+          payload: { name: 'greeting', arguments: { name: 'Ada' } },
+          context: { traceId: trace, principal: { type: 'user', id: 'ada' } },
+        },
+      }),
+    });
+    expect(await invoke.json()).toMatchObject({ result: { valid: true } });
+    const auth = { authorization: 'Bearer r' };
+    await waitFor(
+      async () => {
+        const response = await fetch(`${service.url}/api/audit/traces/${trace}`, { headers: auth });
+        return ((await response.json()) as { records: unknown[] }).records.length === 1;
+      },
+      'the record through Redis and the in-process worker',
+      15_000,
+    );
+    const page = (await (
+      await fetch(`${service.url}/api/audit/records?principal=ada`, { headers: auth })
+    ).json()) as { records: Array<{ target?: string; event: string }> };
+    expect(page.records).toMatchObject([{ target: 'greeting', event: 'prompts/get' }]);
+
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(
+      /fleet_audit_producer_records_total\{[^}]*fleet_audit_outcome="enqueued"[^}]*\} 1/,
+    );
+    expect(metrics).toMatch(
+      /fleet_audit_worker_records_total\{[^}]*fleet_audit_outcome="inserted"[^}]*\} 1/,
+    );
+    expect(metrics).toContain('fleet_interceptor_duration');
+    expect((await fetch(`${service.url}/`)).headers.get('content-type')).toMatch(/text\/html/);
+
+    const exit = await service.stop('SIGTERM', 15_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    // The PGlite directory is released for the next start.
+    expect(existsSync(join(cwd, '.fleet/audit-pglite.lock'))).toBe(false);
+  }, 90_000);
+
+  it('exits non-zero with a message naming a bad variable', async () => {
+    const started = startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { ...quietEnv, PORT: 'eighty' },
+      readyTimeoutMs: 20_000,
+    });
+    await expect(started).rejects.toThrow(/PORT/);
+  }, 30_000);
+});
+
+describe('audit-worker process', () => {
+  it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
+    const { store, schema, drop } = await openSchemaStore();
+    defer(drop);
+    const prefix = uniquePrefix();
+    const worker = await startServiceProcess({
+      ...sourceCommand(WORKER),
+      cwd: await tempDir(),
+      env: {
+        ...quietEnv,
+        PORT: '0',
+        DATABASE_URL: process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+        AUDIT_DB_SCHEMA: schema,
+        AUDIT_PREFIX: prefix,
+      },
+      readyTimeoutMs: 40_000,
+    });
+    defer(() => worker.stop('SIGKILL'));
+    expect(worker.service).toBe('audit-worker');
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
+    await waitFor(async () => (await fetch(`${worker.url}/readyz`)).status === 200, 'readiness');
+
+    const producer = createAuditProducer({
+      connection: REDIS_URL,
+      prefix,
+      journalPath: join(await tempDir(), 'journal.ndjson'),
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    defer(() => producer.close());
+    const trace = traceId();
+    for (let i = 0; i < 25; i++)
+      producer.enqueue(
+        createAuditRecord({
+          kind: 'chain',
+          traceId: trace,
+          event: 'tools/call',
+          phase: 'request',
+          method: 'tools/call',
+          target: `tool-${i}`,
+          decision: 'allowed',
+          status: 'success',
+          durationMs: i,
+        }),
+      );
+    await producer.flush();
+    await waitFor(async () => (await store.trace(trace)).length === 25, '25 rows', 15_000);
+    await waitFor(
+      async () =>
+        /fleet_audit_worker_records_total\{[^}]*"processed"[^}]*\} 25/.test(
+          await (await fetch(`${worker.url}/metrics`)).text(),
+        ),
+      'the processed counter',
+    );
+    expect(await worker.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
+  }, 90_000);
+});
