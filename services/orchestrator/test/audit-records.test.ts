@@ -139,7 +139,11 @@ auth:
       // The orchestrator writes batch jobs ({records}); the worker's parse must accept each record.
       records = jobs
         .sort((a, b) => Number(a.timestamp) - Number(b.timestamp))
-        .flatMap((job) => ((job.data as { records?: unknown[] }).records ?? [job.data]).map((r) => parseAuditRecord(r)));
+        .flatMap((job) =>
+          ((job.data as { records?: unknown[] }).records ?? [job.data]).map((r) =>
+            parseAuditRecord(r),
+          ),
+        );
     } finally {
       await queue.close();
       connection.disconnect();
