@@ -4,6 +4,7 @@
  * every outcome into an exit code: 0 success, 1 an API or runtime failure, 2 a usage error.
  */
 import { Command, CommanderError } from 'commander';
+import { addAuditCommand } from './commands/audit.ts';
 import { addChainCommand } from './commands/chain.ts';
 import { addDemoCommand } from './commands/demo.ts';
 import { addNewCommand } from './commands/new.ts';
@@ -30,6 +31,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   addServicesCommand,
   addChainCommand,
   addNewCommand,
+  addAuditCommand,
 ];
 
 /** The version `fleet --version` prints. */

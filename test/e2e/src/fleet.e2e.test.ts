@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalFleet, startLocalFleet } from '@fleet/cli';
+import { type LocalFleet, runProgram, startLocalFleet } from '@fleet/cli';
 import { type OtlpReceiver, startOtlpReceiver } from '@fleet/telemetry/testing';
 import { type EverythingServer, startEverything, stdioBackendCommand } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -207,6 +207,55 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     } finally {
       await db.end();
     }
+  });
+
+  it('shows the trail with `fleet audit query` and `fleet audit trace`', async () => {
+    const bob = await connect('bob-e2e-token-123');
+    const traceId = randomBytes(16).toString('hex');
+    await bob
+      .callTool({
+        name: 'delete_record',
+        arguments: { id: '7' },
+        _meta: { traceparent: traceparent(traceId) },
+      })
+      .catch(() => undefined);
+    await auditTrace(traceId, (r) => r.some((x) => x.kind === 'chain' && x.decision === 'denied'));
+    const run = async (argv: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runProgram(argv, {
+        stdout: (t) => (stdout += t),
+        stderr: (t) => (stderr += t),
+        env: {},
+        cwd: process.cwd(),
+        fetch,
+      });
+      return { code, stdout, stderr };
+    };
+    const audit = fleet.urls['audit-logger'];
+    const trace = await run(['audit', 'trace', traceId, '--audit', audit]);
+    expect(trace.code).toBe(0);
+    expect(trace.stdout).toContain('delete_record');
+    expect(trace.stdout).toContain('admins-only-delete');
+    const query = await run([
+      'audit',
+      'query',
+      '--decision',
+      'denied',
+      '--principal',
+      'bob',
+      '--since',
+      '10m',
+      '--audit',
+      audit,
+      '--json',
+    ]);
+    expect(query.code).toBe(0);
+    const records = (
+      JSON.parse(query.stdout) as { records: Array<{ traceId: string; decision: string }> }
+    ).records;
+    expect(records.some((r) => r.traceId === traceId && r.decision === 'denied')).toBe(true);
+    expect((await run(['audit', 'trace', 'not-a-trace', '--audit', audit])).code).toBe(2);
   });
 
   it('carries one trace across the orchestrator and every interceptor service', async () => {
