@@ -345,7 +345,10 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
     };
     writeFileSync(
       join(stateDir, 'fleet.json'),
-      `${JSON.stringify({ urls, pid: process.pid }, null, 2)}\n`,
+      // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
+      // client) reach this fleet's interceptor services; owner-only file.
+      `${JSON.stringify({ urls, fleetToken, pid: process.pid }, null, 2)}\n`,
+      { mode: 0o600 },
     );
     return {
       urls,
