@@ -5,76 +5,31 @@
  * by the official MCP SDK client.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type LocalFleet, runProgram, startLocalFleet } from '@fleet/cli';
-import { type OtlpReceiver, startOtlpReceiver } from '@fleet/telemetry/testing';
-import { type EverythingServer, startEverything, stdioBackendCommand } from '@fleet/test-fixtures';
+import type { LocalFleet } from '@fleet/cli';
+import type { OtlpReceiver } from '@fleet/telemetry/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type E2eFleet, runFleet, startE2eFleet, resultText as text } from './fleet.ts';
 
-const RUN = randomBytes(4).toString('hex');
-const DATABASE = `e2e_${RUN}`;
-const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/test';
-const QUEUE = `e2e-${RUN}`;
-
+let e2e: E2eFleet;
 let fleet: LocalFleet;
 let receiver: OtlpReceiver;
-let everything: EverythingServer;
+let databaseUrl: string;
 const clients: Client[] = [];
 
-const AUTH = `auth:
-  mode: tokens
-  tokens:
-    - {token: alice-e2e-token-1, principal: {type: user, id: alice, claims: {roles: [admin]}}}
-    - {token: bob-e2e-token-123, principal: {type: user, id: bob, claims: {roles: []}}}`;
-
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: ADMIN_DB });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${DATABASE}`);
-  await admin.end();
-  receiver = await startOtlpReceiver();
-  everything = await startEverything();
-  const stdio = stdioBackendCommand({ name: 'fx' });
-  fleet = await startLocalFleet({
-    port: 0,
-    stateDir: mkdtempSync(join(tmpdir(), 'fleet-e2e-')),
-    restart: true,
-    env: {
-      ...process.env,
-      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
-      AUDIT_QUEUE: QUEUE,
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_BSP_SCHEDULE_DELAY: '100',
-      LOG_LEVEL: 'warn',
-    },
-    extraBackends: [
-      `  - {id: fx, command: ${JSON.stringify(stdio.command)}, args: ${JSON.stringify(stdio.args)}, prefix: "fx_"}`,
-      `  - {id: everything, url: "${everything.url}", prefix: "ev_"}`,
-    ].join('\n'),
-    extraConfig: AUTH,
-  });
+  e2e = await startE2eFleet({ postgres: true, otlp: true, extraBackends: true });
+  fleet = e2e.fleet;
+  receiver = e2e.receiver as OtlpReceiver;
+  databaseUrl = e2e.databaseUrl as string;
 }, 180_000);
 
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
-  await fleet?.stop();
-  await everything?.close();
-  await receiver?.close();
-  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-  const keys = [...(await redis.keys(`bull:${QUEUE}:*`)), ...(await redis.keys('fleet-up-*'))];
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
-  const admin = new pg.Client({ connectionString: ADMIN_DB });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-  await admin.end();
+  await e2e?.stop();
 }, 60_000);
 
 async function connect(token: string): Promise<Client> {
@@ -88,10 +43,6 @@ async function connect(token: string): Promise<Client> {
   return client;
 }
 
-const text = (result: unknown) =>
-  ((result as { content?: Array<{ text?: string }> }).content ?? [])
-    .map((c) => c.text ?? '')
-    .join(' ');
 const traceparent = (traceId: string) => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
 
 async function auditTrace(
@@ -194,9 +145,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
       true,
     );
     expect(records.some((r) => r.kind === 'invocation')).toBe(true);
-    const db = new pg.Client({
-      connectionString: `postgres://postgres@127.0.0.1:5432/${DATABASE}`,
-    });
+    const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
       const { rows } = await db.query('SELECT record::text AS r FROM audit_records');
@@ -220,18 +169,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
       })
       .catch(() => undefined);
     await auditTrace(traceId, (r) => r.some((x) => x.kind === 'chain' && x.decision === 'denied'));
-    const run = async (argv: string[]) => {
-      let stdout = '';
-      let stderr = '';
-      const code = await runProgram(argv, {
-        stdout: (t) => (stdout += t),
-        stderr: (t) => (stderr += t),
-        env: {},
-        cwd: process.cwd(),
-        fetch,
-      });
-      return { code, stdout, stderr };
-    };
+    const run = runFleet;
     const audit = fleet.urls['audit-logger'];
     const trace = await run(['audit', 'trace', traceId, '--audit', audit]);
     expect(trace.code).toBe(0);
