@@ -473,7 +473,10 @@ export class Gateway {
     }
   }
 
-  /** A backend notification: logging and list changes go to every client, resource updates to subscribers. */
+  /**
+   * A backend notification: a log line goes to the call in flight on that backend (every
+   * session when none is), list changes to every session, resource updates to subscribers.
+   */
   onBackendNotification(backend: Backend, notification: Notification): void {
     const params = notification.params as Record<string, unknown> | undefined;
     if (notification.method === 'notifications/resources/updated') {
@@ -483,6 +486,18 @@ export class Gateway {
           void notify(session, { method: notification.method, params: { ...params, uri } });
       }
       return;
+    }
+    if (notification.method === 'notifications/message') {
+      // A log line written while calls are in flight belongs to one of those calls: send it
+      // on that call's stream (the most recent one, as for server-to-client requests)
+      // rather than to every session, which would leak one user's tool logs to others.
+      const flight = this.#inFlight.get(backend)?.at(-1);
+      if (flight) {
+        void flight.extra
+          .sendNotification(notification as ServerNotification)
+          .catch(() => undefined);
+        return;
+      }
     }
     for (const session of this.sessions) void notify(session, notification);
   }

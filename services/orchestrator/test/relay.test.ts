@@ -90,6 +90,29 @@ describe('relays', () => {
     expect(changes).toContain('notifications/tools/list_changed');
   });
 
+  it('sends a log line written during a call to that call only, not to other sessions', async () => {
+    const { gateway } = await gatewayWithBackend();
+    const caller = await connectClient(gateway.mcpUrl, { name: 'caller' });
+    const other = await connectClient(gateway.mcpUrl, { name: 'other' });
+    const mine: unknown[] = [];
+    const leaked: unknown[] = [];
+    caller.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      mine.push(n.params);
+    });
+    other.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      leaked.push(n.params);
+    });
+    await caller.callTool({
+      name: 'log',
+      arguments: { level: 'error', message: 'private to the caller' },
+    });
+    const deadline = Date.now() + 5000;
+    while (mine.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(mine).toEqual([expect.objectContaining({ data: 'private to the caller' })]);
+    expect(leaked).toEqual([]);
+  });
+
   it('relays resource updates to subscribers only', async () => {
     const { gateway } = await gatewayWithBackend();
     const subscriber = await connectClient(gateway.mcpUrl, { name: 'sub' });
