@@ -1,0 +1,50 @@
+/** The local fleet's start-up checks (the full start is covered by test/e2e). */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
+
+describe('local fleet start-up checks', () => {
+  it('finds the Redis the project needs', async () => {
+    expect(await checkRedis('redis://127.0.0.1:6379')).toBeUndefined();
+  });
+
+  it('explains how to start Redis when none answers', async () => {
+    const problem = await checkRedis('redis://127.0.0.1:9');
+    expect(problem).toContain('not reachable at redis://127.0.0.1:9');
+    const error = await startLocalFleet({
+      env: { REDIS_URL: 'redis://127.0.0.1:9' },
+      stateDir: mkdtempSync(join(tmpdir(), 'fleet-')),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CliError);
+    expect((error as CliError).message).toContain('redis-server --daemonize yes');
+    expect((error as CliError).exitCode).toBe(1);
+  });
+
+  it('fleet up reports the missing Redis and exits 1', async () => {
+    let stderr = '';
+    const code = await runProgram(['up', '--state-dir', mkdtempSync(join(tmpdir(), 'fleet-'))], {
+      stdout: () => undefined,
+      stderr: (t) => {
+        stderr += t;
+      },
+      env: { REDIS_URL: 'redis://127.0.0.1:9' },
+      cwd: process.cwd(),
+      fetch,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain('Redis is not reachable');
+  });
+
+  it('rejects a bad --port', async () => {
+    const code = await runProgram(['up', '--port', 'eighty'], {
+      stdout: () => undefined,
+      stderr: () => undefined,
+      env: {},
+      cwd: process.cwd(),
+      fetch,
+    });
+    expect(code).toBe(2);
+  });
+});
