@@ -45,6 +45,7 @@ import type { Logger } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
 import type { GatewayTelemetry } from './telemetry.ts';
+import { clampTextContent, invalidArguments, SchemaValidators } from './tool-schemas.ts';
 
 /** What the gateway knows about one client session. */
 export interface ClientSession {
@@ -92,6 +93,18 @@ interface InFlight {
   extra: Extra;
 }
 
+/** What the gateway knows of one backend's tools (names as the backend spells them). */
+interface ToolSchemaCache {
+  /** Tool name → its `inputSchema`. */
+  schemas: Map<string, unknown>;
+  /** Every page of the backend's `tools/list` is in `schemas`. */
+  complete: boolean;
+  /** Bumped on `notifications/tools/list_changed`; a listing started before is discarded. */
+  generation: number;
+  /** The full listing in progress, shared by the calls that missed. */
+  loading?: Promise<void> | undefined;
+}
+
 /** The field naming the target of a routed method. */
 const ROUTED: Record<string, 'name' | 'uri'> = {
   'tools/call': 'name',
@@ -117,10 +130,13 @@ export class Gateway {
   readonly sessions = new Set<ClientSession>();
   readonly #deps: GatewayDeps;
   readonly #inFlight = new Map<Backend, InFlight[]>();
+  readonly #toolSchemas = new Map<Backend, ToolSchemaCache>();
+  readonly #validators: SchemaValidators;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.router = new BackendRouter(deps.backends);
+    this.#validators = new SchemaValidators(deps.log);
   }
 
   /** The union of the backends' capabilities, plus logging and completions when any backend has them. */
@@ -238,6 +254,22 @@ export class Gateway {
       );
     }
 
+    if (method === 'tools/call' && route && target !== undefined) {
+      // Arguments are checked against the tool's inputSchema before any interceptor or the
+      // backend sees them.
+      let schema: unknown;
+      try {
+        schema = await this.#inputSchemaOf(route.backend, route.name);
+      } catch (error) {
+        this.#observeBackendError(method, target, route.backend.id, context, error);
+        throw error;
+      }
+      if (schema !== undefined) {
+        const errors = this.#validators.validate(target, schema, params?.arguments ?? {});
+        if (errors) throw invalidArguments(target, errors);
+      }
+    }
+
     const request = await this.#runPhase(
       'request',
       method,
@@ -254,20 +286,7 @@ export class Gateway {
     try {
       result = await this.#dispatch(session, method, forwardParams, extra);
     } catch (error) {
-      if (this.#deps.observer) {
-        const code =
-          error instanceof ProtocolError || (error as { code?: unknown }).code !== undefined
-            ? Number((error as { code: unknown }).code)
-            : JsonRpcCode.INTERNAL_ERROR;
-        this.#observe({
-          result: emptyResult(method, 'response'),
-          method,
-          target,
-          backend: route?.backend.id,
-          context,
-          backendError: { code, message: (error as Error).message },
-        });
-      }
+      this.#observeBackendError(method, target, route?.backend.id, context, error);
       throw error;
     }
 
@@ -281,7 +300,99 @@ export class Gateway {
       route?.backend.id,
     );
     if ('denied' in response) return response.denied;
-    return response.payload as Result;
+    const final = response.payload as Result;
+    return method === 'tools/call'
+      ? clampTextContent(final, this.#deps.config.limits.maxResponseBytes)
+      : final;
+  }
+
+  #observeBackendError(
+    method: string,
+    target: string | undefined,
+    backend: string | undefined,
+    context: InvocationContext,
+    error: unknown,
+  ): void {
+    if (!this.#deps.observer) return;
+    const code =
+      error instanceof ProtocolError || (error as { code?: unknown }).code !== undefined
+        ? Number((error as { code: unknown }).code)
+        : JsonRpcCode.INTERNAL_ERROR;
+    this.#observe({
+      result: emptyResult(method, 'response'),
+      method,
+      target,
+      backend,
+      context,
+      backendError: { code, message: (error as Error).message },
+    });
+  }
+
+  #toolCache(backend: Backend): ToolSchemaCache {
+    let cache = this.#toolSchemas.get(backend);
+    if (!cache) {
+      cache = { schemas: new Map(), complete: false, generation: 0 };
+      this.#toolSchemas.set(backend, cache);
+    }
+    return cache;
+  }
+
+  /** Remember the input schemas of one `tools/list` page as the backend sent it. */
+  #rememberTools(backend: Backend, page: Result, generation: number): void {
+    const cache = this.#toolCache(backend);
+    if (cache.generation !== generation || !Array.isArray(page.tools)) return;
+    for (const tool of page.tools as Array<{ name?: unknown; inputSchema?: unknown }>) {
+      if (typeof tool?.name === 'string') cache.schemas.set(tool.name, tool.inputSchema);
+    }
+  }
+
+  /**
+   * The `inputSchema` of `name` on `backend` (the backend's own name): from the cache, else
+   * from one full listing of the backend's tools. Undefined when the backend does not list
+   * the tool or cannot be listed (the backend's own answer then reaches the client).
+   */
+  async #inputSchemaOf(backend: Backend, name: string): Promise<unknown> {
+    const cache = this.#toolCache(backend);
+    if (cache.schemas.has(name) || cache.complete) return cache.schemas.get(name);
+    if (!cache.loading) {
+      const loading: Promise<void> = this.#loadTools(backend, cache).finally(() => {
+        if (cache.loading === loading) cache.loading = undefined;
+      });
+      cache.loading = loading;
+    }
+    await cache.loading;
+    return cache.schemas.get(name);
+  }
+
+  async #loadTools(backend: Backend, cache: ToolSchemaCache): Promise<void> {
+    const generation = cache.generation;
+    const schemas = new Map<string, unknown>();
+    let cursor: string | undefined;
+    try {
+      for (let pages = 0; pages < 1000; pages++) {
+        const page = await backend.request(
+          'tools/list',
+          cursor === undefined ? undefined : { cursor },
+          { idempotent: true },
+        );
+        for (const tool of (Array.isArray(page.tools) ? page.tools : []) as Array<{
+          name?: unknown;
+          inputSchema?: unknown;
+        }>) {
+          if (typeof tool?.name === 'string') schemas.set(tool.name, tool.inputSchema);
+        }
+        cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+        if (cursor === undefined) break;
+      }
+    } catch (error) {
+      // A backend without tools/list has no schemas to check against; any other failure
+      // fails the call (closed) rather than letting unchecked arguments through.
+      if ((error as { code?: unknown }).code !== JsonRpcCode.METHOD_NOT_FOUND) throw error;
+      cursor = undefined;
+    }
+    if (cache.generation !== generation) return;
+    for (const [name, schema] of schemas) cache.schemas.set(name, schema);
+    cache.complete = cursor === undefined;
   }
 
   async #runPhase(
@@ -355,9 +466,13 @@ export class Gateway {
     extra: Extra,
   ): Promise<Result> {
     if (isListMethod(method)) {
-      return this.router.list(method, params, (backend, p) =>
-        this.#call(session, backend, method, p, extra),
-      );
+      return this.router.list(method, params, async (backend, p) => {
+        const generation = this.#toolCache(backend).generation;
+        const page = await this.#call(session, backend, method, p, extra);
+        // Every tools/list page feeds the schema cache before the response chain filters it.
+        if (method === 'tools/list') this.#rememberTools(backend, page, generation);
+        return page;
+      });
     }
     const field = ROUTED[method];
     if (field !== undefined) {
@@ -479,6 +594,13 @@ export class Gateway {
    */
   onBackendNotification(backend: Backend, notification: Notification): void {
     const params = notification.params as Record<string, unknown> | undefined;
+    if (notification.method === 'notifications/tools/list_changed') {
+      const cache = this.#toolCache(backend);
+      cache.generation += 1;
+      cache.schemas.clear();
+      cache.complete = false;
+      cache.loading = undefined;
+    }
     if (notification.method === 'notifications/resources/updated') {
       const uri = `${backend.prefix}${String(params?.uri)}`;
       for (const session of this.sessions) {
