@@ -9,11 +9,18 @@
  * stateless mode.
  */
 
+import { isUtf8 } from 'node:buffer';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { InterceptorMethod, JsonRpcCode, toProtocolError } from '@fleet/core';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
 import express, { type Express } from 'express';
 import type { InterceptorHost } from './host.ts';
 import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
@@ -229,6 +236,14 @@ export function createInterceptorHttpApp(
       }
       return;
     }
+    if (!isUtf8(raw)) {
+      // JSON text must be UTF-8 (RFC 8259); decoding would quietly substitute U+FFFD.
+      return sendJson(
+        res,
+        400,
+        errorEnvelope(undefined, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid UTF-8'),
+      );
+    }
     let message: unknown;
     try {
       message = JSON.parse(raw.toString('utf8'));
@@ -259,7 +274,25 @@ export function createInterceptorHttpApp(
     }
     const { jsonrpc, id, method, params } = message as Record<string, unknown>;
     const lean = method === InterceptorMethod.INVOKE || method === InterceptorMethod.LIST;
-    if (!lean || id === undefined) return sdkHandle(req, res, message);
+    if (!lean || id === undefined) {
+      // The SDK answers a malformed message with `"id": null`; refuse it here instead.
+      const wellFormed =
+        isJSONRPCRequest(message) ||
+        isJSONRPCNotification(message) ||
+        isJSONRPCResultResponse(message) ||
+        isJSONRPCErrorResponse(message);
+      if (!wellFormed)
+        return sendJson(
+          res,
+          400,
+          errorEnvelope(
+            isId(id) ? id : undefined,
+            JsonRpcCode.INVALID_REQUEST,
+            'Invalid Request: not a well-formed JSON-RPC 2.0 message',
+          ),
+        );
+      return sdkHandle(req, res, message);
+    }
     if (jsonrpc !== '2.0' || !isId(id)) {
       return sendJson(
         res,

@@ -4,6 +4,7 @@
  * DNS-rebinding protection (Host/Origin), authentication, a body limit, batch rejection,
  * and a session bound to the principal that opened it.
  */
+import { isUtf8 } from 'node:buffer';
 import { FleetError, JsonRpcCode, type Principal } from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -119,7 +120,19 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
     }
   });
 
-  router.post('/', express.json({ limit: config.limits.maxBodyBytes, type: () => true }));
+  router.post(
+    '/',
+    express.json({
+      limit: config.limits.maxBodyBytes,
+      type: () => true,
+      // Any JSON text parses; a primitive then gets -32600 (not a message), not -32700.
+      strict: false,
+      // JSON text must be UTF-8 (RFC 8259); the decoder would quietly substitute U+FFFD.
+      verify: (_req, _res, buffer) => {
+        if (!isUtf8(buffer)) throw new Error('invalid UTF-8');
+      },
+    }),
+  );
 
   router.use(
     (
@@ -138,6 +151,8 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       }
       if (error.type === 'entity.parse.failed')
         return reject(res, 400, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid JSON');
+      if (error.type === 'entity.verify.failed')
+        return reject(res, 400, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid UTF-8');
       if (error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
         return reject(res, 415, JsonRpcCode.INVALID_REQUEST, 'Unsupported content encoding');
       }
@@ -201,6 +216,9 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
         session.id = transport.sessionId;
         sessions.set(transport.sessionId, { session, transport, principal });
         gateway.sessions.add(session);
+      } else {
+        // The transport refused the initialize: nothing refers to this server any more.
+        void session.server.close().catch(() => undefined);
       }
     } catch (error) {
       log.error({ err: String(error) }, 'session start failed');

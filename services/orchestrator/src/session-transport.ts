@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JsonRpcCode } from '@fleet/core';
+import { formatPath, JsonRpcCode } from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type {
@@ -16,6 +16,12 @@ import type {
   TransportSendOptions,
 } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  ClientNotificationSchema,
+  ClientRequestSchema,
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
   type JSONRPCMessage,
   type RequestId,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -28,14 +34,94 @@ interface PendingRequest {
   sse: boolean;
 }
 
-function sendError(res: ServerResponse, status: number, code: number, message: string): undefined {
-  const body = JSON.stringify(errorEnvelope(undefined, code, message));
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  id?: unknown,
+  data?: unknown,
+): undefined {
+  const body = JSON.stringify(errorEnvelope(id, code, message, data));
   res
     .writeHead(status, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
     })
     .end(body);
+}
+
+type ParamsSchema = {
+  safeParse(value: unknown): {
+    success: boolean;
+    error?: { issues: Array<{ path: PropertyKey[]; message: string }> };
+  };
+};
+
+/** The SDK's schema of each MCP request and notification a client may send, by method. */
+const SCHEMAS = new Map<string, ParamsSchema>(
+  [...ClientRequestSchema.options, ...ClientNotificationSchema.options].map((schema) => [
+    schema.shape.method.value,
+    schema as unknown as ParamsSchema,
+  ]),
+);
+
+const ENVELOPE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
+
+function isRequestId(id: unknown): id is RequestId {
+  return typeof id === 'string' || Number.isSafeInteger(id);
+}
+
+/**
+ * Why `message` (already known to carry `"jsonrpc":"2.0"`) is not a message the SDK will
+ * act on, as an HTTP status, a JSON-RPC code and text; undefined when it is well formed.
+ * The SDK drops malformed messages without answering, which would leave the POST open.
+ */
+function malformed(
+  message: Message,
+): { code: number; text: string; id?: RequestId; data?: unknown } | undefined {
+  const extra = Object.keys(message).find((k) => !ENVELOPE_KEYS.has(k));
+  if (extra !== undefined)
+    return {
+      code: JsonRpcCode.INVALID_REQUEST,
+      text: `Invalid Request: unexpected member "${extra.slice(0, 64)}"`,
+    };
+  const hasId = 'id' in message;
+  if (hasId && !isRequestId(message.id))
+    return {
+      code: JsonRpcCode.INVALID_REQUEST,
+      text: 'Invalid Request: "id" must be a string or an integer',
+    };
+  const id = hasId ? message.id : undefined;
+  if (!('method' in message)) {
+    if (hasId && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)))
+      return undefined;
+    return {
+      code: JsonRpcCode.INVALID_REQUEST,
+      text: 'Invalid Request: expected a request, a notification or a response',
+      ...(id === undefined ? {} : { id }),
+    };
+  }
+  if (typeof message.method !== 'string')
+    return {
+      code: JsonRpcCode.INVALID_REQUEST,
+      text: 'Invalid Request: "method" must be a string',
+      ...(id === undefined ? {} : { id }),
+    };
+  const schema = SCHEMAS.get(message.method);
+  const parsed = schema?.safeParse({ method: message.method, params: message.params });
+  const wellFormed = hasId ? isJSONRPCRequest(message) : isJSONRPCNotification(message);
+  if (wellFormed && parsed?.success !== false) return undefined;
+  const issues = parsed?.error?.issues.slice(0, 20).map((i) => ({
+    path: formatPath(i.path),
+    message: i.message,
+  }));
+  return {
+    code: JsonRpcCode.INVALID_PARAMS,
+    text: `Invalid params for ${message.method.slice(0, 64)}`,
+    ...(id === undefined ? {} : { id }),
+    ...(issues ? { data: { issues } } : {}),
+  };
 }
 
 function isResponse(message: Message): boolean {
@@ -96,6 +182,8 @@ export class SessionTransport implements Transport {
         JsonRpcCode.INVALID_REQUEST,
         'Invalid Request: "jsonrpc" must be "2.0"',
       );
+    const problem = malformed(message);
+    if (problem) return sendError(res, 400, problem.code, problem.text, problem.id, problem.data);
     const initialize = message.method === 'initialize';
     if (!initialize) {
       const version = req.headers['mcp-protocol-version'];
@@ -134,6 +222,7 @@ export class SessionTransport implements Transport {
         400,
         JsonRpcCode.INVALID_REQUEST,
         `Invalid Request: request id ${String(id)} is already in progress`,
+        id,
       );
     this.#pending.set(id, { res, sse: false });
     res.on('close', () => {

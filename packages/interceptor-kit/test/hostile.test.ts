@@ -1,0 +1,361 @@
+/**
+ * Hostile input against an interceptor service built with the kit (lean path and the SDK
+ * behind it): a corpus of nasty messages and fast-check properties that mutate a valid
+ * `interceptor/invoke` at random paths. Every case gets a specific error with an `id` that
+ * is never null, the service keeps serving, and the heap does not balloon.
+ */
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  allow,
+  createInterceptorHost,
+  createInterceptorHttpApp,
+  defineValidator,
+  listen,
+} from '../src/index.ts';
+import { defer } from './helpers.ts';
+
+interface Reply {
+  status: number;
+  json: { jsonrpc?: string; id?: unknown; result?: unknown; error?: { code: number } };
+}
+
+const INVOKE = {
+  jsonrpc: '2.0',
+  id: 3,
+  method: 'interceptor/invoke',
+  params: {
+    name: 'v',
+    event: 'tools/call',
+    phase: 'request',
+    payload: { name: 'echo' },
+    config: {},
+    timeoutMs: 1000,
+    context: {},
+    _meta: {},
+  },
+};
+const LIST = { jsonrpc: '2.0', id: 0, method: 'interceptors/list', params: {} };
+const LIMIT = 4 * 1024 * 1024;
+
+/** A kit service with one validator, on a free loopback port; idle sockets time out fast. */
+async function serve() {
+  const host = createInterceptorHost([
+    defineValidator({
+      name: 'v',
+      hooks: [{ events: ['tools/call'], phase: 'request' }],
+      handler: () => allow(),
+    }),
+  ]);
+  const { listener } = createInterceptorHttpApp(host, { name: 'hostile', maxBodyBytes: LIMIT });
+  const listening = await listen(listener, { service: 'hostile', announce: false });
+  listening.server.timeout = 1000;
+  defer(async () => {
+    listening.server.closeAllConnections();
+    await listening.close(0);
+  });
+  return { url: `${listening.url}/mcp`, listening };
+}
+
+function post(
+  url: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...('transfer-encoding' in headers ? {} : { 'content-length': Buffer.byteLength(body) }),
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          let json: Reply['json'] = {};
+          try {
+            json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          } catch {
+            // empty (202) or not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function findGc(): (() => void) | undefined {
+  const existing = (globalThis as { gc?: () => void }).gc;
+  if (existing) return existing;
+  try {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc') as () => void;
+  } catch {
+    return undefined;
+  }
+}
+
+function expectError(reply: Reply, status: number, code: number, id?: unknown): void {
+  expect({ status: reply.status, code: reply.json.error?.code }).toEqual({ status, code });
+  expect(reply.json.jsonrpc).toBe('2.0');
+  expect(reply.json.id).not.toBeNull();
+  if (id === undefined) expect(reply.json).not.toHaveProperty('id');
+  else expect(reply.json.id).toEqual(id);
+}
+
+async function expectHealthy(url: string): Promise<void> {
+  const reply = await post(url, JSON.stringify(INVOKE));
+  expect(reply.status).toBe(200);
+  expect(reply.json).toMatchObject({ jsonrpc: '2.0', id: 3, result: { valid: true } });
+}
+
+const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+const invokeWith = (params: Record<string, unknown>, id: unknown = 3) =>
+  JSON.stringify({ ...INVOKE, id, params: { ...INVOKE.params, ...params } });
+
+describe('kit service under hostile input', () => {
+  const corpus: Array<[string, () => string | Buffer, number, number, unknown?]> = [
+    ['truncated JSON', () => '{"jsonrpc":', 400, -32700],
+    ['an empty body', () => '', 400, -32700],
+    ['garbage bytes', () => Buffer.from([0, 1, 2, 0xff, 0x7b]), 400, -32700],
+    [
+      'invalid UTF-8 inside a string',
+      () =>
+        Buffer.concat([
+          Buffer.from(invokeWith({ name: 'v' }).replace('"v"', '"v')),
+          Buffer.from([0xc3, 0x28]),
+        ]),
+      400,
+      -32700,
+    ],
+    [
+      'invalid UTF-8 in a valid-looking message',
+      () => {
+        const text = invokeWith({ payload: 'AB' });
+        const at = text.indexOf('AB');
+        const bytes = Buffer.from(text);
+        bytes[at] = 0xff;
+        bytes[at + 1] = 0xfe;
+        return bytes;
+      },
+      400,
+      -32700,
+    ],
+    ['a JSON number', () => '42', 400, -32600],
+    ['a batch', () => JSON.stringify([LIST, LIST]), 400, -32600],
+    ['10,000-deep arrays', () => deep(10_000), 400, -32600],
+    ['jsonrpc 1.0', () => JSON.stringify({ ...INVOKE, jsonrpc: '1.0' }), 400, -32600, 3],
+    ['an empty object', () => '{}', 400, -32600],
+    ['a null-id ping', () => '{"jsonrpc":"2.0","id":null,"method":"ping"}', 400, -32600],
+    ['a numeric method', () => JSON.stringify({ ...INVOKE, method: 9 }), 400, -32600, 3],
+    [
+      'an initialize with string params',
+      () => '{"jsonrpc":"2.0","id":"i","method":"initialize","params":"x"}',
+      400,
+      -32600,
+      'i',
+    ],
+    ['a null id', () => JSON.stringify({ ...INVOKE, id: null }), 400, -32600],
+    ['an object id', () => JSON.stringify({ ...INVOKE, id: { a: 1 } }), 400, -32600],
+    [
+      '10,000-deep nesting as the id',
+      () => JSON.stringify({ ...INVOKE, id: 'X' }).replace('"X"', deep(10_000)),
+      400,
+      -32600,
+    ],
+    ['string params', () => JSON.stringify({ ...INVOKE, params: 'x' }), 200, -32602, 3],
+    ['an unknown interceptor', () => invokeWith({ name: 'nope' }), 200, -32602, 3],
+    ['an unadvertised hook', () => invokeWith({ phase: 'response' }), 200, -32602, 3],
+    ['a 3 MiB interceptor name', () => invokeWith({ name: 'n'.repeat(3 << 20) }), 200, -32602, 3],
+    [
+      '10,000-deep nesting as the interceptor name',
+      () => invokeWith({ name: 'X' }).replace('"X"', deep(10_000)),
+      200,
+      -32602,
+      3,
+    ],
+    [
+      'an unknown method',
+      () => JSON.stringify({ jsonrpc: '2.0', id: 'u', method: 'no/such/method' }),
+      200,
+      -32601,
+      'u',
+    ],
+    [
+      'interceptors/list with a numeric event',
+      () => JSON.stringify({ ...LIST, params: { event: 7 } }),
+      200,
+      -32602,
+      0,
+    ],
+  ];
+
+  it.each(corpus)('%s gets a specific error', async (_what, body, status, code, id) => {
+    const { url } = await serve();
+    expectError(await post(url, body()), status, code, id);
+    await expectHealthy(url);
+  });
+
+  it('refuses bodies over the limit, declared or streamed, with 413', async () => {
+    const { url } = await serve();
+    const big = invokeWith({ payload: 'x'.repeat(LIMIT + 10) });
+    expectError(await post(url, big), 413, -32600);
+    expectError(await post(url, big, { 'transfer-encoding': 'chunked' }), 413, -32600);
+    await expectHealthy(url);
+  });
+
+  it('takes a 3 MiB payload and 10,000-deep payloads without a heap blow-up', async () => {
+    const { url } = await serve();
+    const gc = findGc();
+    gc?.();
+    const before = process.memoryUsage().heapUsed;
+    const huge = 'y'.repeat(3 * 1024 * 1024);
+    for (let i = 0; i < 5; i++) {
+      const big = await post(url, invokeWith({ payload: huge }, 10 + i));
+      expect(big.json).toMatchObject({ id: 10 + i, result: { valid: true } });
+      const nested = await post(
+        url,
+        invokeWith({ payload: 'X' }, 20 + i).replace('"X"', deep(10_000)),
+      );
+      expect(nested.json).toMatchObject({ id: 20 + i, result: { valid: true } });
+    }
+    await expectHealthy(url);
+    if (gc) {
+      gc();
+      expect(process.memoryUsage().heapUsed - before).toBeLessThan(256 * 1024 * 1024);
+    }
+  });
+
+  it('answers concurrent requests that reuse one id, each on its own', async () => {
+    const { url } = await serve();
+    const replies = await Promise.all([1, 2, 3].map(() => post(url, JSON.stringify(INVOKE))));
+    for (const reply of replies)
+      expect(reply.json).toMatchObject({ id: 3, result: { valid: true } });
+  });
+
+  it('serves others while a slow-loris body stalls, then drops the stalled socket', async () => {
+    const { url } = await serve();
+    const target = new URL(url);
+    const socket = connect(Number(target.port), target.hostname);
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let closed = false;
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nhost: ${target.host}\r\ncontent-type: application/json\r\n` +
+        'content-length: 1000\r\n\r\n{"jsonrpc":',
+    );
+    for (let i = 0; i < 3; i++) await expectHealthy(url);
+    // The server's idle timeout (1 s here) closes the stalled socket.
+    const deadline = Date.now() + 10_000;
+    while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(true);
+    await expectHealthy(url);
+  });
+});
+
+/** Mutate `value` at `path`, returning a copy. */
+function mutateAt(value: unknown, path: string[], replacement: unknown): unknown {
+  if (path.length === 0) return replacement;
+  const [head, ...rest] = path as [string, ...string[]];
+  const copy = { ...(value as Record<string, unknown>) };
+  copy[head] = mutateAt(copy[head], rest, replacement);
+  return copy;
+}
+
+type Kind = 'string' | 'object' | 'posint' | 'id' | 'phase';
+
+/** A JSON value that is not of `kind`. */
+function wrongType(kind: Kind): fc.Arbitrary<unknown> {
+  const all: Array<[string, fc.Arbitrary<unknown>]> = [
+    ['string', fc.string({ maxLength: 8 })],
+    ['integer', fc.integer({ min: -1000, max: 0 })],
+    [
+      'fraction',
+      fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n)),
+    ],
+    ['boolean', fc.boolean()],
+    ['null', fc.constant(null)],
+    ['array', fc.array(fc.integer(), { maxLength: 3 })],
+    ['object', fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 })],
+  ];
+  const excluded: Record<Kind, string[]> = {
+    string: ['string'],
+    object: ['object'],
+    posint: [],
+    id: ['string', 'integer', 'fraction'],
+    phase: [],
+  };
+  return fc.oneof(...all.filter(([k]) => !excluded[kind].includes(k)).map(([, a]) => a));
+}
+
+describe('kit service properties', () => {
+  // Every field of the message and of the params, with its type and the code a wrong type earns.
+  const fields: Array<[string[], Kind, number, number]> = [
+    [['jsonrpc'], 'string', 400, -32600],
+    [['id'], 'id', 400, -32600],
+    [['method'], 'string', 400, -32600],
+    [['params'], 'object', 200, -32602],
+    [['params', 'name'], 'phase', 200, -32602],
+    [['params', 'event'], 'phase', 200, -32602],
+    [['params', 'phase'], 'phase', 200, -32602],
+    [['params', 'config'], 'object', 200, -32602],
+    [['params', 'timeoutMs'], 'posint', 200, -32602],
+    [['params', 'context'], 'object', 200, -32602],
+    [['params', '_meta'], 'object', 200, -32602],
+  ];
+
+  it('interceptor/invoke with a wrong type at any field gets a specific error', async () => {
+    const { url } = await serve();
+    await fc.assert(
+      fc.asyncProperty(
+        fc
+          .constantFrom(...fields)
+          .chain((field) => fc.tuple(fc.constant(field), wrongType(field[1]))),
+        async ([[path, , status, code], replacement]) => {
+          const reply = await post(url, JSON.stringify(mutateAt(INVOKE, path, replacement)));
+          // The id is echoed whenever it is itself valid.
+          expectError(reply, status, code, path[0] === 'id' ? undefined : 3);
+        },
+      ),
+      { numRuns: 80 },
+    );
+    await expectHealthy(url);
+  });
+
+  it('arbitrary JSON values and bytes never go unanswered', async () => {
+    const { url } = await serve();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.json().map((text) => Buffer.from(text)),
+          fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+        ),
+        async (body) => {
+          const reply = await post(url, body);
+          expect(reply.status).toBeGreaterThanOrEqual(400);
+          expect(reply.json.jsonrpc).toBe('2.0');
+          expect(reply.json.error?.code).toBeLessThan(-32000);
+          expect(reply.json.id).not.toBeNull();
+        },
+      ),
+      { numRuns: 60 },
+    );
+    await expectHealthy(url);
+  });
+});
