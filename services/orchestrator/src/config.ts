@@ -114,6 +114,16 @@ export const OrchestratorConfigSchema = z
         allowedOrigins: z.array(z.string()).default([]),
       })
       .prefault({}),
+    tools: z
+      .object({
+        /** Globs on the tool names clients see; absent = every tool. */
+        allow: z.array(z.string().min(1)).optional(),
+        /** Aggregated tool name → the name clients see and call. */
+        rename: z.record(z.string().min(1), z.string().min(1)).default({}),
+        /** Name clients see → the description they see. */
+        describe: z.record(z.string().min(1), z.string()).default({}),
+      })
+      .prefault({}),
     registry: z
       .object({
         /** Redis key prefix for registrations and their pub/sub channel. */

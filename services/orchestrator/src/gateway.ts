@@ -46,6 +46,7 @@ import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
 import type { GatewayTelemetry } from './telemetry.ts';
 import { clampTextContent, invalidArguments, SchemaValidators } from './tool-schemas.ts';
+import { ToolView } from './tool-view.ts';
 
 /** What the gateway knows about one client session. */
 export interface ClientSession {
@@ -132,11 +133,14 @@ export class Gateway {
   readonly #inFlight = new Map<Backend, InFlight[]>();
   readonly #toolSchemas = new Map<Backend, ToolSchemaCache>();
   readonly #validators: SchemaValidators;
+  /** The operator's view of the tools (allow-list, renames, descriptions). */
+  readonly #tools: ToolView;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.router = new BackendRouter(deps.backends);
     this.#validators = new SchemaValidators(deps.log);
+    this.#tools = new ToolView(deps.config.tools);
   }
 
   /** The union of the backends' capabilities, plus logging and completions when any backend has them. */
@@ -242,7 +246,9 @@ export class Gateway {
       context.spanId = randomBytes(8).toString('hex');
     }
     if (session.id) context.sessionId = session.id;
-    const route = target === undefined ? undefined : this.router.route(target);
+    const route = target === undefined ? undefined : this.#route(method, target);
+    if (method === 'tools/call' && target !== undefined && !route)
+      throw unknownTarget(method, target);
     const undiscovered = this.#deps.registry.undiscovered();
     if (undiscovered.length > 0) {
       // A configured interceptor service has never answered: we cannot know its hooks, so we
@@ -459,6 +465,16 @@ export class Gateway {
     safely(() => this.#deps.observer?.chainExecuted(execution));
   }
 
+  /**
+   * The backend and backend-side name for a name a client sent; for tools the operator's
+   * view applies first (a hidden tool has no route; a renamed one routes by its new name).
+   */
+  #route(method: string, name: string): { backend: Backend; name: string } | undefined {
+    if (method !== 'tools/call') return this.router.route(name);
+    const original = this.#tools.original(name);
+    return original === undefined ? undefined : this.router.route(original);
+  }
+
   async #dispatch(
     session: ClientSession,
     method: string,
@@ -466,13 +482,14 @@ export class Gateway {
     extra: Extra,
   ): Promise<Result> {
     if (isListMethod(method)) {
-      return this.router.list(method, params, async (backend, p) => {
+      const page = await this.router.list(method, params, async (backend, p) => {
         const generation = this.#toolCache(backend).generation;
-        const page = await this.#call(session, backend, method, p, extra);
+        const answer = await this.#call(session, backend, method, p, extra);
         // Every tools/list page feeds the schema cache before the response chain filters it.
-        if (method === 'tools/list') this.#rememberTools(backend, page, generation);
-        return page;
+        if (method === 'tools/list') this.#rememberTools(backend, answer, generation);
+        return answer;
       });
+      return method === 'tools/list' ? this.#tools.applyToList(page) : page;
     }
     const field = ROUTED[method];
     if (field !== undefined) {
@@ -484,7 +501,7 @@ export class Gateway {
           { field },
         );
       }
-      const route = this.router.route(name);
+      const route = this.#route(method, name);
       if (!route) throw unknownTarget(method, name);
       const result = await this.#call(
         session,
