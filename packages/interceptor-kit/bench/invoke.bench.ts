@@ -31,6 +31,8 @@ const child = spawn(
     stdio: ['ignore', 'pipe', 'inherit'],
   },
 );
+// Never leave the peer behind, whatever happens to this run.
+process.once('exit', () => child.kill('SIGTERM'));
 const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
 const urls = JSON.parse(line) as { kit: string; plain: string };
 
