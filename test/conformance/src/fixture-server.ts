@@ -9,14 +9,10 @@
  * (the JSON Schema 2020-12 scenario checks `$schema`, `$defs` and `additionalProperties`).
  * The texts follow the scenario descriptions (`conformance server --scenario X --verbose`).
  */
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import { serveMcpOverHttp } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  type EventStore,
-  StreamableHTTPServerTransport,
-} from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
@@ -708,15 +704,6 @@ export function rebindingProblem(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
-  res.writeHead(status, { 'content-type': 'application/json' }).end(body);
-}
-
 /** Options for {@link startConformanceFixture}. */
 export interface ConformanceFixtureOptions {
   /** Port on 127.0.0.1; 0 (the default) picks a free one. */
@@ -733,98 +720,15 @@ export interface ConformanceFixture {
   close(): Promise<void>;
 }
 
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-}
-
 /** Serve {@link createConformanceServer} over stateful Streamable HTTP on 127.0.0.1. */
 export async function startConformanceFixture(
   options: ConformanceFixtureOptions = {},
 ): Promise<ConformanceFixture> {
-  const sessions = new Map<string, Session>();
-  const eventStore = new MemoryEventStore();
-
-  const openSession = async (req: IncomingMessage, res: ServerResponse) => {
-    const server = createConformanceServer();
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
-      eventStore,
-      retryInterval: 500,
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server });
-      },
-      onsessionclosed: (id) => {
-        sessions.delete(id);
-      },
-    });
-    server.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-    // Not an initialize request (or a failed one): nothing to keep.
-    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) {
-      await server.close();
-    }
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
-    if (path !== '/mcp') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    const problem = rebindingProblem(req);
-    if (problem) return rpcError(res, 403, -32000, `Forbidden: ${problem}`);
-    const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
-      if (!session) return rpcError(res, 404, -32001, 'Session not found');
-      await session.transport.handleRequest(req, res);
-      return;
-    }
-    if (req.method !== 'POST') {
-      return rpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
-    }
-    await openSession(req, res);
-  };
-
-  const http = createServer((req, res) => {
-    handle(req, res).catch(() => rpcError(res, 500, -32603, 'Internal server error'));
+  return serveMcpOverHttp({
+    create: createConformanceServer,
+    // Resumable streams (test_reconnection) and the rebinding check of the SDK's own servers.
+    transport: { eventStore: new MemoryEventStore(), retryInterval: 500 },
+    guard: rebindingProblem,
+    ...(options.port === undefined ? {} : { port: options.port }),
   });
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(options.port ?? 0, '127.0.0.1', () => {
-      http.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = http.address() as AddressInfo;
-
-  let closing: Promise<void> | undefined;
-  const close = async () => {
-    const open = [...sessions.values()];
-    sessions.clear();
-    await Promise.allSettled(
-      open.map(async ({ transport, server }) => {
-        await transport.close();
-        await server.close();
-      }),
-    );
-    await new Promise<void>((resolve) => {
-      http.close(() => resolve());
-      http.closeAllConnections();
-    });
-  };
-
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    port,
-    sessionCount: () => sessions.size,
-    close: () => {
-      closing ??= close();
-      return closing;
-    },
-  };
 }
