@@ -6,8 +6,8 @@
  */
 
 export { AuditJournalInUseError } from './journal.ts';
-export type { AuditLogger, LogFields } from './logger.ts';
-export { createStderrLogger } from './logger.ts';
+export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';
+export { auditLoggerFrom, createStderrLogger } from './logger.ts';
 export type { Migration } from './migrations.ts';
 export { MIGRATIONS } from './migrations.ts';
 export type { AuditProducer, AuditProducerMetrics, AuditProducerOptions } from './producer.ts';

@@ -1,7 +1,7 @@
 /**
  * The minimal logging interface the audit package writes to, and a default that prints one
- * JSON line per entry to stderr. Adapt any logger to it, e.g. pino:
- * `{info: (msg, f) => log.info(f, msg), warn: ..., error: ...}`.
+ * JSON line per entry to stderr. {@link auditLoggerFrom} adapts an object-first logger (pino,
+ * the services' logger) to it.
  */
 
 /** Structured facts that go with a log line. */
@@ -12,6 +12,22 @@ export interface AuditLogger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+}
+
+/** A logger that takes facts first, then the message (pino's shape). */
+export interface ObjectFirstLogger {
+  info(obj: LogFields, msg: string): void;
+  warn(obj: LogFields, msg: string): void;
+  error(obj: LogFields, msg: string): void;
+}
+
+/** The audit package's `(message, fields)` logger on top of an object-first logger. */
+export function auditLoggerFrom(log: ObjectFirstLogger): AuditLogger {
+  return {
+    info: (message, fields) => log.info(fields ?? {}, message),
+    warn: (message, fields) => log.warn(fields ?? {}, message),
+    error: (message, fields) => log.error(fields ?? {}, message),
+  };
 }
 
 /** An error as plain, JSON-safe fields (name, message and code when there is one). */

@@ -37,7 +37,7 @@ try {
   process.exit(1);
 }
 
-const log = createLogger(config.LOG_LEVEL, 'audit-logger');
+const log = createLogger('audit-logger', config.LOG_LEVEL);
 const auditLog = auditLoggerOf(log);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-logger', serviceVersion: '0.1.0' }),

@@ -32,7 +32,7 @@ try {
   process.exit(1);
 }
 
-const log = createLogger(config.LOG_LEVEL, 'audit-worker');
+const log = createLogger('audit-worker', config.LOG_LEVEL);
 const auditLog = auditLoggerOf(log);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),

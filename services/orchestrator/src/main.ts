@@ -11,7 +11,7 @@
 import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { createAuditProducer } from '@fleet/audit';
+import { auditLoggerFrom, createAuditProducer } from '@fleet/audit';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -70,11 +70,7 @@ const producer = config.audit.enabled
       // One job per batch of records: BullMQ's per-job cost otherwise caps the pipeline.
       batchJobs: true,
       journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
-      logger: {
-        info: (m, f) => log.info(f ?? {}, m),
-        warn: (m, f) => log.warn(f ?? {}, m),
-        error: (m, f) => log.error(f ?? {}, m),
-      },
+      logger: auditLoggerFrom(log),
     })
   : undefined;
 
