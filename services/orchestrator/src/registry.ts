@@ -360,6 +360,19 @@ export class Registry {
     }
   }
 
+  /** Store an admin registration (with its last known descriptors) and tell the other replicas. */
+  async #persist(redis: Redis, entry: Entry): Promise<void> {
+    const persisted: Persisted = {
+      url: entry.url,
+      overrides: entry.overrides,
+      registeredAt: entry.registeredAt ?? new Date().toISOString(),
+      interceptors: entry.interceptors,
+    };
+    if (entry.token) persisted.token = entry.token;
+    await redis.hset(this.#hashKey, entry.id, JSON.stringify(persisted));
+    await this.#publish('upsert', entry.id);
+  }
+
   async #publish(op: 'upsert' | 'delete', id: string): Promise<void> {
     await this.#options.redis?.publish(
       this.#channel,
@@ -390,16 +403,8 @@ export class Registry {
       throw failure;
     }
     entry.registeredAt = existing?.registeredAt ?? new Date().toISOString();
-    const persisted: Persisted = {
-      url: entry.url,
-      overrides,
-      registeredAt: entry.registeredAt,
-      interceptors: entry.interceptors,
-    };
-    if (entry.token) persisted.token = entry.token;
     try {
-      await redis.hset(this.#hashKey, id, JSON.stringify(persisted));
-      await this.#publish('upsert', id);
+      await this.#persist(redis, entry);
     } catch (error) {
       await entry.remote.close();
       throw new RegistryError(
@@ -436,15 +441,7 @@ export class Registry {
     this.#rebuild();
     if (failure) throw failure;
     if (entry.source === 'admin' && this.#options.redis) {
-      const persisted: Persisted = {
-        url: entry.url,
-        overrides: entry.overrides,
-        registeredAt: entry.registeredAt ?? new Date().toISOString(),
-        interceptors: entry.interceptors,
-      };
-      if (entry.token) persisted.token = entry.token;
-      await this.#options.redis.hset(this.#hashKey, id, JSON.stringify(persisted));
-      await this.#publish('upsert', id);
+      await this.#persist(this.#options.redis, entry);
     }
     return this.#view(entry);
   }
