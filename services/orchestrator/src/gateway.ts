@@ -630,7 +630,7 @@ export class Gateway {
       // A log line written while calls are in flight belongs to one of those calls: send it
       // on that call's stream (the most recent one, as for server-to-client requests)
       // rather than to every session, which would leak one user's tool logs to others.
-      const flight = this.#inFlight.get(backend)?.at(-1);
+      const flight = this.#latestFlight(backend);
       if (flight) {
         void flight.extra
           .sendNotification(notification as ServerNotification)
@@ -641,16 +641,22 @@ export class Gateway {
     for (const session of this.sessions) void notify(session, notification);
   }
 
+  /**
+   * The call a backend's unsolicited message belongs to: with one shared backend connection
+   * the message carries no caller, so the most recent in-flight call on that backend is the
+   * best attribution (exact when there is one).
+   */
+  #latestFlight(backend: Backend): InFlight | undefined {
+    return this.#inFlight.get(backend)?.at(-1);
+  }
+
   /** A backend asks its client for something: relay it to the session whose call caused it. */
   async onServerRequest(
     backend: Backend,
     request: ServerToClientRequest,
     signal: AbortSignal,
   ): Promise<Result> {
-    const flights = this.#inFlight.get(backend) ?? [];
-    // With one shared backend connection the request carries no caller; the most recent
-    // in-flight call on that backend is the best attribution (exact when there is one).
-    const flight = flights[flights.length - 1];
+    const flight = this.#latestFlight(backend);
     if (!flight)
       throw new ProtocolError(
         JsonRpcCode.INTERNAL_ERROR,
