@@ -16,7 +16,19 @@ export interface ListenOptions {
   port?: number;
   /** Print the start-up line to stdout. Default true. */
   announce?: boolean;
+  /**
+   * Longest time a client may take to send a whole request (headers and body); a slower
+   * one (a slow-loris body) gets HTTP 408 and its connection closed. Default 30 s.
+   */
+  requestTimeoutMs?: number;
+  /** Longest time a client may take to send the request headers. Default 10 s. */
+  headersTimeoutMs?: number;
 }
+
+/** Default {@link ListenOptions.requestTimeoutMs}. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** Default {@link ListenOptions.headersTimeoutMs}. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 
 /** A listening HTTP server and its base URL. */
 export interface Listening {
@@ -32,11 +44,26 @@ export async function listen(
   listener: RequestListener,
   options: ListenOptions,
 ): Promise<Listening> {
-  const { service, host = '127.0.0.1', port = 0, announce = true } = options;
-  const server = createServer({ keepAlive: true }, listener);
+  const {
+    service,
+    host = '127.0.0.1',
+    port = 0,
+    announce = true,
+    requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS,
+    headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS,
+  } = options;
+  const headersTimeout = Math.min(headersTimeoutMs, requestTimeoutMs);
+  const server = createServer(
+    {
+      keepAlive: true,
+      requestTimeout: requestTimeoutMs,
+      headersTimeout,
+      // Node checks both deadlines on this interval (30 s by default): keep it well under them.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+    listener,
+  );
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 120_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -3,7 +3,8 @@
  * The pii-redactor process. Env: HOST (127.0.0.1), PORT (8081), PII_CONFIG (YAML; none =
  * every entity type detected and redacted), PII_HMAC_KEY (or the variable the config's
  * `hash.keyEnv` names: the key of `hash` pseudonyms and of the token vault), REDIS_URL
- * (token vault), FLEET_TOKEN (bearer on /mcp), LOG_LEVEL, OTEL_*. Reloads PII_CONFIG when it
+ * (token vault), PII_VAULT_PREFIX (its Redis key prefix, default `fleet:pii:vault`),
+ * FLEET_TOKEN (bearer on /mcp), LOG_LEVEL, OTEL_*. Reloads PII_CONFIG when it
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
@@ -81,6 +82,7 @@ redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis conn
 const vault = new RedisTokenVault(redis, {
   secret: keyFor(config),
   ttlSeconds: config.tokens.ttlSeconds,
+  ...(env.PII_VAULT_PREFIX ? { prefix: env.PII_VAULT_PREFIX } : {}),
 });
 
 const app = createPiiRedactorApp({
