@@ -1,9 +1,10 @@
 /** The service as a process: the start-up line, a refused bad config, graceful stop. */
+
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomUUID } from 'node:crypto';
 import { createRemoteService } from '@fleet/interceptor-kit';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
@@ -53,7 +54,10 @@ describe('pii-redactor process', () => {
           event: 'tools/call',
           phase: 'response',
           payload: { content: [{ type: 'text', text: 'mail ada.lovelace@example.com' }] },
-          context: { principal: { type: 'user', id: 'alice' }, timestamp: new Date().toISOString() },
+          context: {
+            principal: { type: 'user', id: 'alice' },
+            timestamp: new Date().toISOString(),
+          },
         },
         {},
       )) as { modified?: boolean; payload?: { content: Array<{ text: string }> } };
