@@ -9,13 +9,7 @@
  * TRACE_URL_TEMPLATE, AUDIT_WORKER, AUDIT_BATCH_JOBS, AUDIT_JOURNAL, AUDIT_QUEUE, AUDIT_PREFIX,
  * AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, AUDIT_PAYLOAD_PREVIEW, LOG_LEVEL, OTEL_*.
  */
-import {
-  type AuditWorker,
-  createAuditProducer,
-  createAuditWorker,
-  openAuditStore,
-  startAuditRetention,
-} from '@fleet/audit';
+import { createAuditProducer } from '@fleet/audit';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
@@ -27,7 +21,7 @@ import {
   parseAuditLoggerEnv,
   registerAuditMetrics,
 } from './app.ts';
-import { createPiiScrubber } from './scrubber.ts';
+import { type Drain, openStore, startDrain } from './store-side.ts';
 
 let config: AuditLoggerConfig;
 try {
@@ -48,13 +42,7 @@ const queue = {
   ...(config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {}),
 };
 
-const store = await openAuditStore({
-  databaseUrl: config.DATABASE_URL,
-  pgliteDir: config.AUDIT_PGLITE_DIR,
-  schema: config.AUDIT_DB_SCHEMA,
-  logger: auditLog,
-});
-log.info({ engine: store.engine }, 'audit store open');
+const store = await openStore(config, log);
 
 const producer = createAuditProducer({
   ...queue,
@@ -63,27 +51,9 @@ const producer = createAuditProducer({
   batchJobs: config.AUDIT_BATCH_JOBS,
   logger: auditLog,
 });
-let worker: AuditWorker | undefined;
-let retention: ReturnType<typeof startAuditRetention> | undefined;
-if (config.AUDIT_WORKER) {
-  worker = createAuditWorker({
-    ...queue,
-    store,
-    scrub: createPiiScrubber(),
-    logger: auditLog,
-    ...(config.AUDIT_BATCH_SIZE ? { batchSize: config.AUDIT_BATCH_SIZE } : {}),
-    ...(config.AUDIT_WORKER_CONCURRENCY ? { concurrency: config.AUDIT_WORKER_CONCURRENCY } : {}),
-  });
-  retention = startAuditRetention({
-    connection: config.REDIS_URL,
-    ...(config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {}),
-    queue: `${config.AUDIT_QUEUE}-retention`,
-    store,
-    retentionDays: config.AUDIT_RETENTION_DAYS,
-    logger: auditLog,
-  });
-}
-registerAuditMetrics(telemetry.meter, { producer, worker });
+// The store side runs here too unless a separate audit-worker does it.
+const drain: Drain | undefined = config.AUDIT_WORKER ? startDrain(config, store, log) : undefined;
+registerAuditMetrics(telemetry.meter, { producer, worker: drain?.worker });
 
 const service = createAuditLoggerApp({
   sink: producer,
@@ -119,8 +89,7 @@ onShutdown(async () => {
   // or journals what it holds, the worker stores its current batch, and the store closes.
   await listening.close();
   await producer.close();
-  await retention?.close();
-  await worker?.close();
+  await drain?.close();
   await store.close();
   log.info({}, 'audit-logger stopped');
   await telemetry.shutdown();

@@ -10,19 +10,17 @@
  * instead), AUDIT_PGLITE_DIR, AUDIT_DB_SCHEMA, AUDIT_RETENTION_DAYS, AUDIT_QUEUE,
  * AUDIT_PREFIX, AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, LOG_LEVEL, OTEL_*.
  */
-import { createAuditWorker, openAuditStore, startAuditRetention } from '@fleet/audit';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditWorkerConfig,
-  auditLoggerOf,
   ConfigError,
   createLogger,
   createWorkerHttpApp,
   parseAuditWorkerEnv,
   registerAuditMetrics,
 } from './app.ts';
-import { createPiiScrubber } from './scrubber.ts';
+import { openStore, startDrain } from './store-side.ts';
 
 let config: AuditWorkerConfig;
 try {
@@ -33,36 +31,12 @@ try {
 }
 
 const log = createLogger('audit-worker', config.LOG_LEVEL);
-const auditLog = auditLoggerOf(log);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),
 );
-const store = await openAuditStore({
-  databaseUrl: config.DATABASE_URL,
-  pgliteDir: config.AUDIT_PGLITE_DIR,
-  schema: config.AUDIT_DB_SCHEMA,
-  logger: auditLog,
-});
-log.info({ engine: store.engine }, 'audit store open');
-const prefix = config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {};
-const worker = createAuditWorker({
-  connection: config.REDIS_URL,
-  queue: config.AUDIT_QUEUE,
-  ...prefix,
-  store,
-  scrub: createPiiScrubber(),
-  logger: auditLog,
-  ...(config.AUDIT_BATCH_SIZE ? { batchSize: config.AUDIT_BATCH_SIZE } : {}),
-  ...(config.AUDIT_WORKER_CONCURRENCY ? { concurrency: config.AUDIT_WORKER_CONCURRENCY } : {}),
-});
-const retention = startAuditRetention({
-  connection: config.REDIS_URL,
-  queue: `${config.AUDIT_QUEUE}-retention`,
-  ...prefix,
-  store,
-  retentionDays: config.AUDIT_RETENTION_DAYS,
-  logger: auditLog,
-});
+const store = await openStore(config, log);
+const drain = startDrain(config, store, log);
+const { worker } = drain;
 registerAuditMetrics(telemetry.meter, { worker });
 
 const app = createWorkerHttpApp({
@@ -81,8 +55,7 @@ log.info(
 
 onShutdown(async () => {
   await listening.close();
-  await retention.close();
-  await worker.close();
+  await drain.close();
   await store.close();
   log.info({}, 'audit worker stopped');
   await telemetry.shutdown();
