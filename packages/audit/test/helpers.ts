@@ -9,9 +9,9 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { defer } from '@fleet/test-fixtures/cleanup';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
 import {
   AUDIT_QUEUE,
   type AuditLogger,
@@ -20,23 +20,12 @@ import {
   type LogFields,
 } from '../src/index.ts';
 
+export { defer };
+
 /** The Redis every machine of this kind runs. */
 export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379';
 
 const run = promisify(execFile);
-const cleanups: Array<() => Promise<void>> = [];
-
-/** Register a cleanup that runs after the current test (last registered runs first). */
-export function defer(cleanup: () => Promise<void>): void {
-  cleanups.push(cleanup);
-}
-
-afterEach(async () => {
-  while (cleanups.length > 0)
-    await cleanups
-      .pop()?.()
-      .catch(() => undefined);
-});
 
 let prefixes = 0;
 

@@ -11,27 +11,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
-import { afterEach } from 'vitest';
+import { defer } from '@fleet/test-fixtures/cleanup';
 import { type CliIO, runProgram } from '../src/index.ts';
+
+export { defer };
 
 /** The repository root. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const ORCHESTRATOR_MAIN = join(REPO_ROOT, 'services/orchestrator/src/main.ts');
-
-const cleanups: Array<() => Promise<unknown>> = [];
-
-/** Run `cleanup` after the current test, even when it fails. */
-export function defer(cleanup: () => Promise<unknown>): void {
-  cleanups.push(cleanup);
-}
-
-afterEach(async () => {
-  while (cleanups.length > 0)
-    await cleanups
-      .pop()?.()
-      .catch(() => undefined);
-});
 
 /** What one `fleet` run printed and how it ended. */
 export interface FleetRun {

@@ -8,28 +8,16 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { type AuditRecord, type AuditStore, createAuditRecord, openAuditStore } from '@fleet/audit';
 import { listen } from '@fleet/interceptor-kit';
+import { defer } from '@fleet/test-fixtures/cleanup';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
 import type { z } from 'zod';
+
+export { defer };
 
 /** The Redis and PostgreSQL every machine of this kind runs. */
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 export const DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-const cleanups: Array<() => Promise<unknown>> = [];
-
-/** Run `cleanup` after the current test (last registered runs first). */
-export function defer(cleanup: () => Promise<unknown>): void {
-  cleanups.push(cleanup);
-}
-
-afterEach(async () => {
-  while (cleanups.length > 0)
-    await cleanups
-      .pop()?.()
-      .catch(() => undefined);
-});
 
 /** A random suffix for names. */
 export function randomName(prefix: string): string {

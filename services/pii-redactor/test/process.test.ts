@@ -59,7 +59,7 @@ describe('pii-redactor process', () => {
             timestamp: new Date().toISOString(),
           },
         },
-        {},
+        { signal: AbortSignal.timeout(10_000) },
       )) as { modified?: boolean; payload?: { content: Array<{ text: string }> } };
       const text = result.payload?.content[0]?.text ?? '';
       expect(text).not.toContain('ada.lovelace@example.com');
