@@ -11,6 +11,14 @@ export const JsonRpcCode = {
   METHOD_NOT_FOUND: -32601,
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
+  /** MCP 2026-07-28: an `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` header disagrees with the body. */
+  HEADER_MISMATCH: -32020,
+  /** MCP 2026-07-28: serving the request needs a client capability it did not declare. */
+  MISSING_REQUIRED_CLIENT_CAPABILITY: -32021,
+  /** MCP 2026-07-28: the request names a protocol revision the server does not serve. */
+  UNSUPPORTED_PROTOCOL_VERSION: -32022,
+  /** An interceptor denied the request or its response (a policy decision, not a fault). */
+  POLICY_DENIED: 403,
 } as const;
 
 /** Each local error code with the JSON-RPC code and HTTP status it maps to. */
@@ -36,6 +44,77 @@ export const FLEET_ERROR_CODES = {
   /** Anything else: never a client-fault code. */
   INTERNAL: { jsonrpc: JsonRpcCode.INTERNAL_ERROR, http: 500 },
 } as const;
+
+/**
+ * Each way the MCP HTTP ingress answers with an error, as its HTTP status and JSON-RPC code:
+ * the one table the ingress (guards, session transport, stateless requests) answers from.
+ */
+export const HTTP_ERROR_CODES = {
+  /** The body is not JSON (or not UTF-8). */
+  PARSE_ERROR: { http: 400, jsonrpc: JsonRpcCode.PARSE_ERROR },
+  /** JSON that is not an acceptable JSON-RPC message (batch, primitive, bad envelope, no session). */
+  INVALID_REQUEST: { http: 400, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A request whose params (or required protocol metadata) are malformed. */
+  INVALID_PARAMS: { http: 400, jsonrpc: JsonRpcCode.INVALID_PARAMS },
+  /** A standard MCP header disagrees with the body, or is missing. */
+  HEADER_MISMATCH: { http: 400, jsonrpc: JsonRpcCode.HEADER_MISMATCH },
+  /** Serving the request needs a client capability it did not declare. */
+  MISSING_REQUIRED_CLIENT_CAPABILITY: {
+    http: 400,
+    jsonrpc: JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+  },
+  /** A protocol revision the gateway does not serve. */
+  UNSUPPORTED_PROTOCOL_VERSION: { http: 400, jsonrpc: JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION },
+  /** Missing or invalid credentials. */
+  UNAUTHORIZED: { http: 401, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A foreign Host or Origin, or a session of another principal. */
+  FORBIDDEN: { http: 403, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** An interceptor denied the request or its response. */
+  POLICY_DENIED: { http: 403, jsonrpc: JsonRpcCode.POLICY_DENIED },
+  /** An `Mcp-Session-Id` the gateway does not know (expired or never issued). */
+  SESSION_NOT_FOUND: { http: 404, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A method the gateway does not serve (a stateless request). */
+  METHOD_NOT_FOUND: { http: 404, jsonrpc: JsonRpcCode.METHOD_NOT_FOUND },
+  /** An HTTP method `/mcp` does not serve. */
+  METHOD_NOT_ALLOWED: { http: 405, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** An `Accept` header without the media types the transport needs. */
+  NOT_ACCEPTABLE: { http: 406, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A second standalone stream on one session. */
+  CONFLICT: { http: 409, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A body over the configured limit. */
+  PAYLOAD_TOO_LARGE: { http: 413, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A content encoding or charset the ingress cannot read. */
+  UNSUPPORTED_MEDIA_TYPE: { http: 415, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** The gateway failed. */
+  INTERNAL: { http: 500, jsonrpc: JsonRpcCode.INTERNAL_ERROR },
+  /** The gateway cannot take more work (too many sessions). */
+  UNAVAILABLE: { http: 503, jsonrpc: JsonRpcCode.INTERNAL_ERROR },
+} as const satisfies Record<string, { http: number; jsonrpc: number }>;
+
+/** One way the HTTP ingress answers with an error. */
+export type HttpErrorCode = keyof typeof HTTP_ERROR_CODES;
+
+/**
+ * The HTTP status for a JSON-RPC error that answers a request, where the transport lets the
+ * status vary (a plain-JSON answer to a stateless request): the status of the
+ * {@link HTTP_ERROR_CODES} entry that owns `code`, when exactly one does (-32700, -32602,
+ * -32601, -32020..-32022, 403); otherwise 200 and the body alone carries the error (e.g.
+ * -32603, which is a fault of the gateway or a backend, not of the HTTP exchange).
+ */
+export function httpStatusOfJsonRpcError(code: number): number {
+  return STATUS_OF_JSONRPC.get(code) ?? 200;
+}
+
+/** JSON-RPC code → HTTP status, for the codes that exactly one table entry owns. */
+const STATUS_OF_JSONRPC: ReadonlyMap<number, number> = (() => {
+  const statuses = new Map<number, Set<number>>();
+  for (const { http, jsonrpc } of Object.values(HTTP_ERROR_CODES)) {
+    statuses.set(jsonrpc, (statuses.get(jsonrpc) ?? new Set()).add(http));
+  }
+  return new Map(
+    [...statuses].flatMap(([code, set]) => (set.size === 1 ? [[code, [...set][0] as number]] : [])),
+  );
+})();
 
 /** A local error code. */
 export type FleetErrorCode = keyof typeof FLEET_ERROR_CODES;

@@ -1,6 +1,7 @@
 /**
  * @fleet/core: the interceptor wire contract (schemas and types), priority and event
- * matching, the transport-agnostic chain engine and error mapping. Depends on zod only.
+ * matching, the transport-agnostic chain engine, error mapping and MCP protocol hygiene
+ * (revisions, reserved `_meta` keys, header values). Depends on zod only.
  */
 
 export type { DenialToolResult, ValidationErrorEntry } from './abort.ts';
@@ -21,11 +22,19 @@ export type {
   RunChainOptions,
 } from './chain.ts';
 export { planChain, runChain } from './chain.ts';
-export type { FleetErrorCode, FleetErrorOptions, JsonRpcErrorObject, WireIssue } from './errors.ts';
+export type {
+  FleetErrorCode,
+  FleetErrorOptions,
+  HttpErrorCode,
+  JsonRpcErrorObject,
+  WireIssue,
+} from './errors.ts';
 export {
   FLEET_ERROR_CODES,
   FleetError,
+  HTTP_ERROR_CODES,
   httpStatusOf,
+  httpStatusOfJsonRpcError,
   JsonRpcCode,
   jsonRpcCodeOf,
   ProtocolError,
@@ -40,6 +49,7 @@ export {
   NEVER_INTERCEPTED_METHODS,
   patternCovers,
 } from './events.ts';
+export { isReservedMetaKey, MCP_META_PREFIX, McpMetaKey, withoutReservedMeta } from './meta.ts';
 export type { InterceptorOverrides, ResolvedInterceptor, ServiceOverrides } from './overrides.ts';
 export {
   InterceptorOverridesSchema,
@@ -49,6 +59,21 @@ export {
   ServiceOverridesSchema,
   widenedHooks,
 } from './overrides.ts';
+export type {
+  ParamHeader,
+  ParamHeadersCheck,
+  ParamHeadersOptions,
+  ParamHeaderType,
+} from './param-headers.ts';
+export {
+  checkParamHeaders,
+  decodeHeaderValue,
+  encodeHeaderValue,
+  isHttpToken,
+  MAX_PARAM_HEADER_BYTES,
+  paramHeadersOf,
+  paramHeaderValues,
+} from './param-headers.ts';
 export type { Orderable, ResolvedPriority } from './priority.ts';
 export {
   compareChainOrder,
@@ -57,6 +82,22 @@ export {
   resolvePriority,
   serialisePriority,
 } from './priority.ts';
+export type {
+  ClassifiableMessage,
+  HeaderMap,
+  LoggingLevel,
+  RequestRevision,
+  StatelessRequestMeta,
+} from './revisions.ts';
+export {
+  classifyRequest,
+  isStatelessVersion,
+  LOGGING_LEVELS,
+  MCP_NAME_PARAM,
+  SESSION_PROTOCOL_VERSIONS,
+  STATELESS_PROTOCOL_VERSIONS,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './revisions.ts';
 export type {
   Compat,
   Hook,

@@ -37,7 +37,7 @@ import {
   wrap,
 } from 'cockatiel';
 import type { BackendConfig } from './config.ts';
-import { createPooledFetch } from './http-client.ts';
+import { createPooledFetch, withCallHeaders } from './http-client.ts';
 import type { Logger } from './logger.ts';
 
 /** A request the backend sends to the client side (sampling, elicitation, roots). */
@@ -64,6 +64,8 @@ export interface BackendCallOptions {
   onprogress?: ((progress: Progress) => void) | undefined;
   /** Lists and reads may be retried; tools/call never. */
   idempotent?: boolean;
+  /** Extra HTTP headers for this request's POST (HTTP backends; ignored over stdio). */
+  headers?: Readonly<Record<string, string>> | undefined;
 }
 
 const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
@@ -141,6 +143,11 @@ export class Backend {
   /** The backend's capabilities once connected. */
   get capabilities(): ServerCapabilities | undefined {
     return this.#capabilities;
+  }
+
+  /** True for a Streamable HTTP backend (per-request headers reach it). */
+  get http(): boolean {
+    return this.config.url !== undefined;
   }
 
   /** True when a live connection exists. */
@@ -268,12 +275,14 @@ export class Backend {
       return await policy.execute(async () => {
         const client = await this.#live();
         const call = () =>
-          client.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
-            timeout: this.config.resilience.timeoutMs,
-            resetTimeoutOnProgress: true,
-            ...(options.signal ? { signal: options.signal } : {}),
-            ...(options.onprogress ? { onprogress: options.onprogress } : {}),
-          });
+          withCallHeaders(method, options.headers, () =>
+            client.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
+              timeout: this.config.resilience.timeoutMs,
+              resetTimeoutOnProgress: true,
+              ...(options.signal ? { signal: options.signal } : {}),
+              ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+            }),
+          );
         try {
           return await call();
         } catch (error) {
@@ -282,13 +291,11 @@ export class Backend {
             this.#client = undefined;
             await client.close().catch(() => undefined);
             const fresh = await this.#live();
-            return await fresh.request(
-              { method, ...(params === undefined ? {} : { params }) },
-              ResultSchema,
-              {
+            return await withCallHeaders(method, options.headers, () =>
+              fresh.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
                 timeout: this.config.resilience.timeoutMs,
                 ...(options.signal ? { signal: options.signal } : {}),
-              },
+              }),
             );
           }
           throw error;

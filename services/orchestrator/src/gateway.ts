@@ -10,12 +10,18 @@ import {
   type ChainResult,
   chainAbortToError,
   chainAbortToToolResult,
+  checkParamHeaders,
   type InvocationContext,
   JsonRpcCode,
+  type ParamHeader,
   type Phase,
   type Principal,
   ProtocolError,
+  paramHeadersOf,
+  paramHeaderValues,
   runChain,
+  type StatelessRequestMeta,
+  withoutReservedMeta,
 } from '@fleet/core';
 import { parseTraceparent } from '@fleet/interceptor-kit';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -48,16 +54,21 @@ import type { GatewayTelemetry } from './telemetry.ts';
 import { clampTextContent, invalidArguments, SchemaValidators } from './tool-schemas.ts';
 import { ToolView } from './tool-view.ts';
 
-/** What the gateway knows about one client session. */
+/**
+ * What the gateway knows about one client session, or about the client of one stateless
+ * (2026-07-28) request, which gets a transient session of its own.
+ */
 export interface ClientSession {
-  /** `Mcp-Session-Id` (HTTP) or undefined (stdio). */
+  /** `Mcp-Session-Id` (HTTP) or undefined (stdio, stateless). */
   id: string | undefined;
-  /** The SDK server speaking to this client. */
-  server: Server;
+  /** The SDK server speaking to this client; undefined for a stateless request. */
+  server: Server | undefined;
   /** Resource URIs (as the client sees them) this session subscribed to. */
   subscriptions: Set<string>;
   /** Who is on the other end when the transport carries no credentials (stdio). */
   principal?: Principal;
+  /** Set for a stateless request: the protocol metadata it carried. */
+  stateless?: StatelessRequestMeta;
 }
 
 /** Where chain executions are reported (the audit producer). */
@@ -77,7 +88,16 @@ export interface ChainExecution {
   backendError?: { code: number; message: string };
 }
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/**
+ * What the gateway needs of the request it serves: the SDK's `RequestHandlerExtra` for a
+ * session, one built by the ingress for a stateless request.
+ */
+export type RequestContext = Pick<
+  RequestHandlerExtra<ServerRequest, ServerNotification>,
+  'signal' | 'authInfo' | 'requestInfo' | 'sendNotification' | 'sendRequest'
+>;
+
+type Extra = RequestContext;
 
 /** Dependencies of the gateway. */
 export interface GatewayDeps {
@@ -92,12 +112,23 @@ export interface GatewayDeps {
 interface InFlight {
   session: ClientSession;
   extra: Extra;
+  /** Fail the client's call at once (a stateless client cannot serve what the backend needs). */
+  fail?: (error: ProtocolError) => void;
+}
+
+/** What the gateway knows of one tool (its backend-side name). */
+interface ToolInfo {
+  inputSchema: unknown;
+  /** Its `x-mcp-header` parameters, mirrored as `Mcp-Param-*` headers to HTTP backends. */
+  paramHeaders: ParamHeader[];
 }
 
 /** What the gateway knows of one backend's tools (names as the backend spells them). */
 interface ToolSchemaCache {
-  /** Tool name → its `inputSchema`. */
-  schemas: Map<string, unknown>;
+  /** Tool name → what it declares. */
+  schemas: Map<string, ToolInfo>;
+  /** Tool name → why it is not offered (invalid `x-mcp-header` annotations). */
+  rejected: Map<string, string>;
   /** Every page of the backend's `tools/list` is in `schemas`. */
   complete: boolean;
   /** Bumped on `notifications/tools/list_changed`; a listing started before is discarded. */
@@ -113,6 +144,13 @@ const ROUTED: Record<string, 'name' | 'uri'> = {
   'resources/read': 'uri',
   'resources/subscribe': 'uri',
   'resources/unsubscribe': 'uri',
+};
+
+/** The client capability each server-to-client request needs. */
+const CAPABILITY_OF: Record<string, string> = {
+  'sampling/createMessage': 'sampling',
+  'elicitation/create': 'elicitation',
+  'roots/list': 'roots',
 };
 
 const IDEMPOTENT = new Set([
@@ -179,10 +217,12 @@ export class Gateway {
   async handle(
     session: ClientSession,
     method: string,
-    params: Record<string, unknown> | undefined,
+    received: Record<string, unknown> | undefined,
     extra: Extra,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
+    // The client's reserved _meta keys were meant for the gateway, never for a backend.
+    const params = withoutReservedMeta(received);
     const started = performance.now();
     const principal = principalOf(extra, session);
     const parent = propagation.extract(ROOT_CONTEXT, traceCarrier(extra, params));
@@ -263,17 +303,29 @@ export class Gateway {
     if (method === 'tools/call' && route && target !== undefined) {
       // Arguments are checked against the tool's inputSchema before any interceptor or the
       // backend sees them.
-      let schema: unknown;
+      let tool: ToolInfo | undefined;
       try {
-        schema = await this.#inputSchemaOf(route.backend, route.name);
+        tool = await this.#toolOf(route.backend, route.name);
       } catch (error) {
         this.#observeBackendError(method, target, route.backend.id, context, error);
         throw error;
       }
-      if (schema !== undefined) {
-        const errors = this.#validators.validate(target, schema, params?.arguments ?? {});
+      const rejected = this.#toolCache(route.backend).rejected.get(route.name);
+      if (rejected !== undefined) {
+        throw new ProtocolError(
+          JsonRpcCode.INVALID_PARAMS,
+          `Unknown tool: ${target} (not offered: ${rejected})`,
+          { name: target, reason: rejected },
+        );
+      }
+      if (tool?.inputSchema !== undefined) {
+        const errors = this.#validators.validate(target, tool.inputSchema, params?.arguments ?? {});
         if (errors) throw invalidArguments(target, errors);
       }
+      // A stateless client mirrors annotated arguments into headers that intermediaries in
+      // front of the gateway may have acted on: they must say what the body says.
+      if (session.stateless && tool && tool.paramHeaders.length > 0)
+        checkParamHeaders(tool.paramHeaders, params?.arguments, extra.requestInfo?.headers ?? {});
     }
 
     const request = await this.#runPhase(
@@ -337,29 +389,56 @@ export class Gateway {
   #toolCache(backend: Backend): ToolSchemaCache {
     let cache = this.#toolSchemas.get(backend);
     if (!cache) {
-      cache = { schemas: new Map(), complete: false, generation: 0 };
+      cache = { schemas: new Map(), rejected: new Map(), complete: false, generation: 0 };
       this.#toolSchemas.set(backend, cache);
     }
     return cache;
   }
 
-  /** Remember the input schemas of one `tools/list` page as the backend sent it. */
-  #rememberTools(backend: Backend, page: Result, generation: number): void {
+  /**
+   * Take in the tools of one `tools/list` page as the backend sent it: a tool whose
+   * `x-mcp-header` annotations are invalid is dropped (logged once per listing generation),
+   * the others' schemas and mirrored parameters recorded when `generation` is current.
+   * Returns the tools to offer.
+   */
+  #ingestTools(backend: Backend, tools: unknown, generation: number): unknown[] {
     const cache = this.#toolCache(backend);
-    if (cache.generation !== generation || !Array.isArray(page.tools)) return;
-    for (const tool of page.tools as Array<{ name?: unknown; inputSchema?: unknown }>) {
-      if (typeof tool?.name === 'string') cache.schemas.set(tool.name, tool.inputSchema);
+    const current = cache.generation === generation;
+    const kept: unknown[] = [];
+    for (const tool of Array.isArray(tools) ? tools : []) {
+      const { name, inputSchema } = (tool ?? {}) as { name?: unknown; inputSchema?: unknown };
+      if (typeof name !== 'string') {
+        kept.push(tool);
+        continue;
+      }
+      const check = paramHeadersOf(inputSchema);
+      if (!check.ok) {
+        if (!cache.rejected.has(name))
+          this.#deps.log.warn(
+            { backend: backend.id, tool: name, reason: check.reason },
+            'tool dropped from tools/list: invalid x-mcp-header annotations',
+          );
+        if (current) cache.rejected.set(name, check.reason);
+        continue;
+      }
+      if (current) {
+        cache.rejected.delete(name);
+        cache.schemas.set(name, { inputSchema, paramHeaders: check.headers });
+      }
+      kept.push(tool);
     }
+    return kept;
   }
 
   /**
-   * The `inputSchema` of `name` on `backend` (the backend's own name): from the cache, else
-   * from one full listing of the backend's tools. Undefined when the backend does not list
-   * the tool or cannot be listed (the backend's own answer then reaches the client).
+   * What `backend` declares for the tool `name` (the backend's own name): from the cache,
+   * else from one full listing of the backend's tools. Undefined when the backend does not
+   * list the tool or cannot be listed (the backend's own answer then reaches the client).
    */
-  async #inputSchemaOf(backend: Backend, name: string): Promise<unknown> {
+  async #toolOf(backend: Backend, name: string): Promise<ToolInfo | undefined> {
     const cache = this.#toolCache(backend);
-    if (cache.schemas.has(name) || cache.complete) return cache.schemas.get(name);
+    if (cache.schemas.has(name) || cache.rejected.has(name) || cache.complete)
+      return cache.schemas.get(name);
     if (!cache.loading) {
       const loading: Promise<void> = this.#loadTools(backend, cache).finally(() => {
         if (cache.loading === loading) cache.loading = undefined;
@@ -372,7 +451,6 @@ export class Gateway {
 
   async #loadTools(backend: Backend, cache: ToolSchemaCache): Promise<void> {
     const generation = cache.generation;
-    const schemas = new Map<string, unknown>();
     let cursor: string | undefined;
     try {
       for (let pages = 0; pages < 1000; pages++) {
@@ -381,12 +459,7 @@ export class Gateway {
           cursor === undefined ? undefined : { cursor },
           { idempotent: true },
         );
-        for (const tool of (Array.isArray(page.tools) ? page.tools : []) as Array<{
-          name?: unknown;
-          inputSchema?: unknown;
-        }>) {
-          if (typeof tool?.name === 'string') schemas.set(tool.name, tool.inputSchema);
-        }
+        this.#ingestTools(backend, page.tools, generation);
         cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
         if (cursor === undefined) break;
       }
@@ -397,7 +470,6 @@ export class Gateway {
       cursor = undefined;
     }
     if (cache.generation !== generation) return;
-    for (const [name, schema] of schemas) cache.schemas.set(name, schema);
     cache.complete = cursor === undefined;
   }
 
@@ -485,9 +557,10 @@ export class Gateway {
       const page = await this.router.list(method, params, async (backend, p) => {
         const generation = this.#toolCache(backend).generation;
         const answer = await this.#call(session, backend, method, p, extra);
-        // Every tools/list page feeds the schema cache before the response chain filters it.
-        if (method === 'tools/list') this.#rememberTools(backend, answer, generation);
-        return answer;
+        // Every tools/list page feeds the schema cache before the response chain filters it,
+        // and loses the tools whose x-mcp-header annotations are invalid.
+        if (method !== 'tools/list' || !Array.isArray(answer.tools)) return answer;
+        return { ...answer, tools: this.#ingestTools(backend, answer.tools, generation) };
       });
       return method === 'tools/list' ? this.#tools.applyToList(page) : page;
     }
@@ -503,12 +576,17 @@ export class Gateway {
       }
       const route = this.#route(method, name);
       if (!route) throw unknownTarget(method, name);
+      const headers =
+        method === 'tools/call' && route.backend.http
+          ? await this.#paramHeaders(route.backend, route.name, params.arguments)
+          : undefined;
       const result = await this.#call(
         session,
         route.backend,
         method,
         { ...params, [field]: route.name },
         extra,
+        headers,
       );
       if (method === 'resources/subscribe') session.subscriptions.add(name);
       if (method === 'resources/unsubscribe') session.subscriptions.delete(name);
@@ -547,12 +625,28 @@ export class Gateway {
     throw new ProtocolError(JsonRpcCode.METHOD_NOT_FOUND, `Method not found: ${method}`);
   }
 
+  /**
+   * The `Mcp-Param-*` headers of a call to `name` on an HTTP backend, from the arguments as
+   * forwarded (after the request chain), so that they mirror what the backend receives.
+   * @throws {ProtocolError} -32602 for an argument that cannot travel in a header.
+   */
+  async #paramHeaders(
+    backend: Backend,
+    name: string,
+    args: unknown,
+  ): Promise<Record<string, string> | undefined> {
+    const tool = await this.#toolOf(backend, name);
+    if (!tool || tool.paramHeaders.length === 0) return undefined;
+    return paramHeaderValues(tool.paramHeaders, args);
+  }
+
   async #call(
     session: ClientSession,
     backend: Backend,
     method: string,
     params: Record<string, unknown> | undefined,
     extra: Extra,
+    headers?: Record<string, string>,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
     const clientToken = (params?._meta as { progressToken?: string | number } | undefined)
@@ -564,12 +658,32 @@ export class Gateway {
             void extra
               .sendNotification({
                 method: 'notifications/progress',
-                params: { ...progress, progressToken: clientToken },
+                params: { ...withoutReservedMeta(progress), progressToken: clientToken },
               } as ServerNotification)
               .catch(() => undefined);
           };
     const forwarded = params && clientToken !== undefined ? withoutProgressToken(params) : params;
     const flight: InFlight = { session, extra };
+    // A stateless client's call can be failed from outside (see onServerRequest): the
+    // backend call is then cancelled and the failure answers the client at once.
+    let signal = extra.signal;
+    let failed: Promise<never> | undefined;
+    let unlink = () => {};
+    if (session.stateless) {
+      const controller = new AbortController();
+      const follow = () => controller.abort(extra.signal.reason);
+      if (extra.signal.aborted) follow();
+      else extra.signal.addEventListener('abort', follow, { once: true });
+      unlink = () => extra.signal.removeEventListener('abort', follow);
+      signal = controller.signal;
+      failed = new Promise<never>((_resolve, reject) => {
+        flight.fail = (error) => {
+          reject(error);
+          controller.abort(error);
+        };
+      });
+      failed.catch(() => undefined);
+    }
     const list = this.#inFlight.get(backend) ?? [];
     list.push(flight);
     this.#inFlight.set(backend, list);
@@ -583,11 +697,14 @@ export class Gateway {
         },
         async (span) => {
           try {
-            return await backend.request(method, forwarded, {
-              signal: extra.signal,
+            const answer = backend.request(method, forwarded, {
+              signal,
               onprogress,
               idempotent: IDEMPOTENT.has(method),
+              headers,
             });
+            // A backend's reserved _meta keys never reach the client as the gateway's word.
+            return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
           } catch (error) {
             safely(() =>
               span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message }),
@@ -599,6 +716,7 @@ export class Gateway {
         },
       );
     } finally {
+      unlink();
       telemetry.recordBackend(backend.id, method, performance.now() - started);
       const i = list.indexOf(flight);
       if (i >= 0) list.splice(i, 1);
@@ -609,12 +727,15 @@ export class Gateway {
    * A backend notification: a log line goes to the call in flight on that backend (every
    * session when none is), list changes to every session, resource updates to subscribers.
    */
-  onBackendNotification(backend: Backend, notification: Notification): void {
-    const params = notification.params as Record<string, unknown> | undefined;
+  onBackendNotification(backend: Backend, received: Notification): void {
+    const params = withoutReservedMeta(received.params as Record<string, unknown> | undefined);
+    const notification: Notification =
+      params === received.params ? received : { method: received.method, params };
     if (notification.method === 'notifications/tools/list_changed') {
       const cache = this.#toolCache(backend);
       cache.generation += 1;
       cache.schemas.clear();
+      cache.rejected.clear();
       cache.complete = false;
       cache.loading = undefined;
     }
@@ -650,7 +771,13 @@ export class Gateway {
     return this.#inFlight.get(backend)?.at(-1);
   }
 
-  /** A backend asks its client for something: relay it to the session whose call caused it. */
+  /**
+   * A backend asks its client for something: relay it to the session whose call caused it.
+   * A stateless (2026-07-28) request has no channel for server-to-client requests (the
+   * revision replaced them with multi round-trip results, which the gateway does not
+   * translate to): the backend gets an error, and when the client did not even declare the
+   * capability the request needs, the client's call fails at once with -32021.
+   */
   async onServerRequest(
     backend: Backend,
     request: ServerToClientRequest,
@@ -662,24 +789,47 @@ export class Gateway {
         JsonRpcCode.INTERNAL_ERROR,
         `No client call in progress to relay ${request.method} to`,
       );
-    return flight.extra.sendRequest(
-      { method: request.method, params: request.params } as ServerRequest,
+    const stateless = flight.session.stateless;
+    if (stateless) {
+      const capability = CAPABILITY_OF[request.method];
+      if (capability !== undefined && stateless.clientCapabilities[capability] === undefined) {
+        flight.fail?.(
+          new ProtocolError(
+            JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            `Missing required client capability "${capability}": a backend asked for ${request.method}`,
+            { requiredCapabilities: { [capability]: {} } },
+          ),
+        );
+      }
+      throw new ProtocolError(
+        JsonRpcCode.INTERNAL_ERROR,
+        `${request.method} cannot be relayed to a stateless (${stateless.protocolVersion}) client`,
+        { reason: 'stateless_client' },
+      );
+    }
+    const answer = await flight.extra.sendRequest(
+      { method: request.method, params: withoutReservedMeta(request.params) } as ServerRequest,
       ResultSchema,
       { signal },
     );
+    return withoutReservedMeta(answer);
   }
 
   /** A client notification (roots changed, ...): forwarded to every backend. */
   async onClientNotification(notification: Notification): Promise<void> {
     if (notification.method === 'notifications/roots/list_changed') {
-      await Promise.all(this.#deps.backends.map((b) => b.notify(notification)));
+      const params = withoutReservedMeta(
+        notification.params as Record<string, unknown> | undefined,
+      );
+      const forwarded = { method: notification.method, ...(params ? { params } : {}) };
+      await Promise.all(this.#deps.backends.map((b) => b.notify(forwarded)));
     }
   }
 }
 
 async function notify(session: ClientSession, notification: Notification): Promise<void> {
   try {
-    await session.server.notification(notification as ServerNotification);
+    await session.server?.notification(notification as ServerNotification);
   } catch {
     // A gone client or an undeclared capability: nothing to deliver.
   }

@@ -1,11 +1,26 @@
 /**
- * MCP over Streamable HTTP at `/mcp`: sessions (`Mcp-Session-Id`), POST with SSE or JSON
- * responses, GET for server-initiated messages, DELETE to end a session. In front of it:
- * DNS-rebinding protection (Host/Origin), authentication, a body limit, batch rejection,
- * and a session bound to the principal that opened it.
+ * MCP over Streamable HTTP at `/mcp`, in two revisions on one endpoint:
+ * - session based (2025-11-25 and earlier): `initialize` opens a session (`Mcp-Session-Id`),
+ *   POST with SSE or JSON responses, GET for server-initiated messages, DELETE to end it;
+ * - stateless (2026-07-28): every POST carries its protocol metadata and is served alone
+ *   (see stateless.ts); `classifyRequest` decides which revision a POST speaks.
+ * In front of both: DNS-rebinding protection (Host/Origin), authentication, a body limit,
+ * batch rejection, and a session bound to the principal that opened it. Every rejection
+ * answers from `HTTP_ERROR_CODES`: its HTTP status, its JSON-RPC code, the request's id when
+ * known (never `null`).
  */
 import { isUtf8 } from 'node:buffer';
-import { FleetError, JsonRpcCode, type Principal } from '@fleet/core';
+import {
+  classifyRequest,
+  FleetError,
+  HTTP_ERROR_CODES,
+  type HttpErrorCode,
+  httpStatusOfJsonRpcError,
+  isStatelessVersion,
+  type Principal,
+  ProtocolError,
+  type RequestRevision,
+} from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Authenticator } from './auth.ts';
@@ -14,7 +29,8 @@ import type { ClientSession, Gateway } from './gateway.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
-import { SessionTransport } from './session-transport.ts';
+import { acceptPost, type PostedMessage, SessionTransport } from './session-transport.ts';
+import { serveStateless } from './stateless.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const MAX_SESSIONS = 10_000;
@@ -48,13 +64,19 @@ export interface McpRouter {
 
 function reject(
   res: Response,
-  status: number,
-  code: number,
+  kind: HttpErrorCode,
   message: string,
-  extraHeaders: Record<string, string> = {},
+  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
 ): void {
-  for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
-  res.status(status).json(errorEnvelope(undefined, code, message));
+  const { http, jsonrpc } = HTTP_ERROR_CODES[kind];
+  for (const [k, v] of Object.entries(options.headers ?? {})) res.setHeader(k, v);
+  res.status(http).json(errorEnvelope(options.id, jsonrpc, message, options.data));
+}
+
+/** The id of a posted message when it is a valid JSON-RPC id (else the error omits it). */
+function idOf(body: unknown): string | number | undefined {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? (id as string | number) : undefined;
 }
 
 /** Build the `/mcp` router. */
@@ -73,12 +95,7 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       !allowedHosts.has(host) &&
       !allowedHosts.has(hostname(host))
     ) {
-      return reject(
-        res,
-        403,
-        JsonRpcCode.INVALID_REQUEST,
-        `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`,
-      );
+      return reject(res, 'FORBIDDEN', `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`);
     }
     const origin = req.headers.origin?.toLowerCase();
     if (origin !== undefined && !allowedOrigins.has(origin)) {
@@ -91,12 +108,7 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
         ok = false;
       }
       if (!ok)
-        return reject(
-          res,
-          403,
-          JsonRpcCode.INVALID_REQUEST,
-          `Forbidden: Origin "${req.headers.origin}" is not allowed`,
-        );
+        return reject(res, 'FORBIDDEN', `Forbidden: Origin "${req.headers.origin}" is not allowed`);
     }
     next();
   });
@@ -114,8 +126,8 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       next();
     } catch (error) {
       const message = error instanceof FleetError ? error.message : 'authentication failed';
-      reject(res, 401, JsonRpcCode.INVALID_REQUEST, `Unauthorized: ${message}`, {
-        'www-authenticate': 'Bearer',
+      reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
+        headers: { 'www-authenticate': 'Bearer' },
       });
     }
   });
@@ -144,17 +156,16 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       if (error.type === 'entity.too.large') {
         return reject(
           res,
-          413,
-          JsonRpcCode.INVALID_REQUEST,
+          'PAYLOAD_TOO_LARGE',
           `Request body exceeds ${config.limits.maxBodyBytes} bytes`,
         );
       }
       if (error.type === 'entity.parse.failed')
-        return reject(res, 400, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid JSON');
+        return reject(res, 'PARSE_ERROR', 'Parse error: body is not valid JSON');
       if (error.type === 'entity.verify.failed')
-        return reject(res, 400, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid UTF-8');
+        return reject(res, 'PARSE_ERROR', 'Parse error: body is not valid UTF-8');
       if (error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
-        return reject(res, 415, JsonRpcCode.INVALID_REQUEST, 'Unsupported content encoding');
+        return reject(res, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding');
       }
       next(error);
     },
@@ -162,31 +173,51 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
 
+  const stateless = { gateway, registry, log };
+
   router.all('/', async (req: Request, res: Response) => {
     const principal = res.locals.principal as Principal;
     const sessionId = req.headers['mcp-session-id'];
+    const id = idOf(req.body);
     if (req.method === 'POST') {
       const body: unknown = req.body;
       if (Array.isArray(body))
-        return reject(res, 400, JsonRpcCode.INVALID_REQUEST, 'JSON-RPC batches are not supported');
+        return reject(res, 'INVALID_REQUEST', 'JSON-RPC batches are not supported');
       if (typeof body !== 'object' || body === null)
         return reject(
           res,
-          400,
-          JsonRpcCode.INVALID_REQUEST,
+          'INVALID_REQUEST',
           'Invalid Request: expected a JSON-RPC message object',
         );
+      let revision: RequestRevision;
+      try {
+        revision = classifyRequest(body, req.headers);
+      } catch (error) {
+        if (!(error instanceof ProtocolError)) throw error;
+        res
+          .status(httpStatusOfJsonRpcError(error.code))
+          .json(errorEnvelope(id, error.code, error.message, error.data));
+        return;
+      }
+      if (revision.kind === 'stateless') {
+        // Served on its own; an Mcp-Session-Id it may carry is ignored, never honoured.
+        if (!acceptPost(req, res, body as PostedMessage)) return;
+        return serveStateless(stateless, req, res, body as PostedMessage, revision.meta, principal);
+      }
+    } else if (sessionId === undefined) {
+      const version = req.headers['mcp-protocol-version'];
+      if (typeof version === 'string' && isStatelessVersion(version))
+        return reject(res, 'METHOD_NOT_ALLOWED', `Method not allowed: ${version} only POSTs`, {
+          headers: { allow: 'POST' },
+        });
     }
     if (typeof sessionId === 'string') {
       const existing = sessions.get(sessionId);
-      if (!existing) return reject(res, 404, JsonRpcCode.INVALID_REQUEST, 'Session not found');
+      if (!existing) return reject(res, 'SESSION_NOT_FOUND', 'Session not found', { id });
       if (!samePrincipal(existing.principal, principal)) {
-        return reject(
-          res,
-          403,
-          JsonRpcCode.INVALID_REQUEST,
-          'Forbidden: the session belongs to another principal',
-        );
+        return reject(res, 'FORBIDDEN', 'Forbidden: the session belongs to another principal', {
+          id,
+        });
       }
       return existing.transport.handleRequest(req, res, req.body);
     }
@@ -195,13 +226,15 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
     if (!isInitialize) {
       return reject(
         res,
-        400,
-        JsonRpcCode.INVALID_REQUEST,
+        'INVALID_REQUEST',
         'Bad Request: no valid session id (send initialize first)',
+        {
+          id,
+        },
       );
     }
     if (sessions.size >= MAX_SESSIONS)
-      return reject(res, 503, JsonRpcCode.INTERNAL_ERROR, 'Too many sessions');
+      return reject(res, 'UNAVAILABLE', 'Too many sessions', { id });
     const session = createClientSession(gateway, registry);
     const transport = new SessionTransport();
     transport.onclose = () => {
@@ -222,7 +255,7 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       }
     } catch (error) {
       log.error({ err: String(error) }, 'session start failed');
-      if (!res.headersSent) reject(res, 500, JsonRpcCode.INTERNAL_ERROR, 'Internal error');
+      if (!res.headersSent) reject(res, 'INTERNAL', 'Internal error', { id });
     }
   });
 

@@ -7,50 +7,80 @@ import {
   ProtocolError,
 } from '@fleet/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { ClientSession, Gateway } from './gateway.ts';
+import type { Result, ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientSession, Gateway, RequestContext } from './gateway.ts';
 import type { Registry } from './registry.ts';
 
-/** The gateway's identity in `initialize`. */
+/** The gateway's identity in `initialize` (and in `_meta` of stateless results). */
 export const GATEWAY_INFO = { name: 'interceptor-fleet', version: '0.1.0' };
+
+/** What the gateway tells clients about itself. */
+export const GATEWAY_INSTRUCTIONS =
+  'Interceptor Fleet gateway: tools, prompts and resources of the configured MCP servers, governed by interceptors.';
+
+/** The capabilities the gateway declares: the backends' union plus the interceptor extension. */
+export function gatewayCapabilities(gateway: Gateway, registry: Registry): ServerCapabilities {
+  const events = registry.interceptors().flatMap((i) => i.hooks.flatMap((h) => h.events));
+  const capability = interceptorCapability(events);
+  return {
+    ...gateway.capabilities(),
+    extensions: { [INTERCEPTORS_EXTENSION]: capability },
+    experimental: { [INTERCEPTORS_EXTENSION]: capability },
+  };
+}
+
+/**
+ * A client request the SDK server does not answer itself (everything but initialize and
+ * ping), for sessions and stateless requests alike: the interceptor extension's methods
+ * here, everything else through the gateway.
+ */
+export function handleClientRequest(
+  gateway: Gateway,
+  registry: Registry,
+  session: ClientSession,
+  method: string,
+  params: Record<string, unknown> | undefined,
+  context: RequestContext,
+): Promise<Result> {
+  if (method === 'interceptors/list') {
+    return Promise.resolve({ interceptors: registry.interceptors().map((i) => i.descriptor) });
+  }
+  if (method === 'interceptor/invoke') {
+    return Promise.reject(
+      new ProtocolError(
+        JsonRpcCode.METHOD_NOT_FOUND,
+        'interceptor/invoke is not exposed by the gateway; call the interceptor service directly',
+      ),
+    );
+  }
+  return gateway.handle(session, method, params, context);
+}
 
 /** Build a session: its SDK server answers initialize/ping itself and hands everything else to the gateway. */
 export function createClientSession(
   gateway: Gateway,
   registry: Registry,
   principal?: Principal,
-): ClientSession {
-  const events = registry.interceptors().flatMap((i) => i.hooks.flatMap((h) => h.events));
-  const capability = interceptorCapability(events);
+): ClientSession & { server: Server } {
   const server = new Server(GATEWAY_INFO, {
-    capabilities: {
-      ...gateway.capabilities(),
-      extensions: { [INTERCEPTORS_EXTENSION]: capability },
-      experimental: { [INTERCEPTORS_EXTENSION]: capability },
-    },
-    instructions:
-      'Interceptor Fleet gateway: tools, prompts and resources of the configured MCP servers, governed by interceptors.',
+    capabilities: gatewayCapabilities(gateway, registry),
+    instructions: GATEWAY_INSTRUCTIONS,
   });
-  const session: ClientSession = { id: undefined, server, subscriptions: new Set() };
+  const session = { id: undefined, server, subscriptions: new Set<string>() } as ClientSession & {
+    server: Server;
+  };
   if (principal) session.principal = principal;
   // The SDK answers logging/setLevel locally when logging is declared; the backends must hear it.
   server.removeRequestHandler('logging/setLevel');
-  server.fallbackRequestHandler = async (request, extra) => {
-    if (request.method === 'interceptors/list') {
-      return { interceptors: registry.interceptors().map((i) => i.descriptor) };
-    }
-    if (request.method === 'interceptor/invoke') {
-      throw new ProtocolError(
-        JsonRpcCode.METHOD_NOT_FOUND,
-        'interceptor/invoke is not exposed by the gateway; call the interceptor service directly',
-      );
-    }
-    return gateway.handle(
+  server.fallbackRequestHandler = async (request, extra) =>
+    handleClientRequest(
+      gateway,
+      registry,
       session,
       request.method,
       request.params as Record<string, unknown> | undefined,
       extra,
     );
-  };
   server.fallbackNotificationHandler = (notification) => gateway.onClientNotification(notification);
   return session;
 }

@@ -8,7 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { formatPath, JsonRpcCode } from '@fleet/core';
+import {
+  SUPPORTED_PROTOCOL_VERSIONS as ALL_PROTOCOL_VERSIONS,
+  formatPath,
+  HTTP_ERROR_CODES,
+  type HttpErrorCode,
+} from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type {
@@ -27,28 +32,96 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 
-type Message = Record<string, unknown> & { jsonrpc?: string; id?: RequestId; method?: string };
+/** A JSON-RPC message as posted (not yet known to be well formed). */
+export type PostedMessage = Record<string, unknown> & {
+  jsonrpc?: string;
+  id?: RequestId;
+  method?: string;
+};
 
-interface PendingRequest {
-  res: ServerResponse;
-  sse: boolean;
-}
+type Message = PostedMessage;
 
-function sendError(
+/**
+ * Answer an HTTP request with a JSON-RPC error from {@link HTTP_ERROR_CODES}: the entry's
+ * status and code, the request's `id` when known (never `null`), optional `data`.
+ */
+export function sendError(
   res: ServerResponse,
-  status: number,
-  code: number,
+  kind: HttpErrorCode,
   message: string,
-  id?: unknown,
-  data?: unknown,
+  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
 ): undefined {
-  const body = JSON.stringify(errorEnvelope(id, code, message, data));
+  const { http, jsonrpc } = HTTP_ERROR_CODES[kind];
+  const body = JSON.stringify(errorEnvelope(options.id, jsonrpc, message, options.data));
   res
-    .writeHead(status, {
+    .writeHead(http, {
+      ...options.headers,
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
     })
     .end(body);
+}
+
+/**
+ * The HTTP response to one POSTed request: plain JSON when the answer travels alone, an SSE
+ * stream from the first message that must go before it (progress, a log line, a
+ * server-to-client request). Once streaming, the HTTP status is 200 whatever the answer.
+ */
+export class ResponseChannel {
+  readonly res: ServerResponse;
+  readonly #headers: Record<string, string>;
+  #sse = false;
+
+  constructor(res: ServerResponse, headers: Record<string, string> = {}) {
+    this.res = res;
+    this.#headers = headers;
+  }
+
+  /** True once the response became an SSE stream. */
+  get streaming(): boolean {
+    return this.#sse;
+  }
+
+  /** True when the client is gone or the answer was sent. */
+  get closed(): boolean {
+    return this.res.writableEnded || this.res.destroyed;
+  }
+
+  /** Send a message ahead of the answer (switching to SSE). */
+  event(json: string): void {
+    if (this.closed) return;
+    if (!this.#sse) {
+      this.#sse = true;
+      openSse(this.res, this.#headers);
+    }
+    this.res.write(`event: message\ndata: ${json}\n\n`);
+  }
+
+  /** Send the answer and end the response; `status` applies only to a plain-JSON answer. */
+  finish(json: string, status = 200): void {
+    if (this.closed) return;
+    if (this.#sse) {
+      this.res.end(`event: message\ndata: ${json}\n\n`);
+      return;
+    }
+    this.res
+      .writeHead(status, {
+        ...this.#headers,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(json),
+      })
+      .end(json);
+  }
+}
+
+function openSse(res: ServerResponse, headers: Record<string, string>): void {
+  res.writeHead(200, {
+    ...headers,
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  res.flushHeaders();
 }
 
 type ParamsSchema = {
@@ -74,22 +147,24 @@ function isRequestId(id: unknown): id is RequestId {
 
 /**
  * Why `message` (already known to carry `"jsonrpc":"2.0"`) is not a message the SDK will
- * act on, as an HTTP status, a JSON-RPC code and text; undefined when it is well formed.
+ * act on, as an {@link HTTP_ERROR_CODES} entry and text; undefined when it is well formed.
  * The SDK drops malformed messages without answering, which would leave the POST open.
  */
-function malformed(
+export function malformed(
   message: Message,
-): { code: number; text: string; id?: RequestId; data?: unknown } | undefined {
+):
+  | { kind: 'INVALID_REQUEST' | 'INVALID_PARAMS'; text: string; id?: RequestId; data?: unknown }
+  | undefined {
   const extra = Object.keys(message).find((k) => !ENVELOPE_KEYS.has(k));
   if (extra !== undefined)
     return {
-      code: JsonRpcCode.INVALID_REQUEST,
+      kind: 'INVALID_REQUEST',
       text: `Invalid Request: unexpected member "${extra.slice(0, 64)}"`,
     };
   const hasId = 'id' in message;
   if (hasId && !isRequestId(message.id))
     return {
-      code: JsonRpcCode.INVALID_REQUEST,
+      kind: 'INVALID_REQUEST',
       text: 'Invalid Request: "id" must be a string or an integer',
     };
   const id = hasId ? message.id : undefined;
@@ -97,14 +172,14 @@ function malformed(
     if (hasId && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)))
       return undefined;
     return {
-      code: JsonRpcCode.INVALID_REQUEST,
+      kind: 'INVALID_REQUEST',
       text: 'Invalid Request: expected a request, a notification or a response',
       ...(id === undefined ? {} : { id }),
     };
   }
   if (typeof message.method !== 'string')
     return {
-      code: JsonRpcCode.INVALID_REQUEST,
+      kind: 'INVALID_REQUEST',
       text: 'Invalid Request: "method" must be a string',
       ...(id === undefined ? {} : { id }),
     };
@@ -117,7 +192,7 @@ function malformed(
     message: i.message,
   }));
   return {
-    code: JsonRpcCode.INVALID_PARAMS,
+    kind: 'INVALID_PARAMS',
     text: `Invalid params for ${message.method.slice(0, 64)}`,
     ...(id === undefined ? {} : { id }),
     ...(issues ? { data: { issues } } : {}),
@@ -132,13 +207,41 @@ function isResponse(message: Message): boolean {
   );
 }
 
+/**
+ * The checks every POSTed message passes before anything acts on it: an `Accept` that takes
+ * both JSON and SSE, `"jsonrpc": "2.0"` and a well-formed message. Answers the request and
+ * returns false when one fails.
+ */
+export function acceptPost(req: IncomingMessage, res: ServerResponse, message: Message): boolean {
+  const accept = req.headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    sendError(
+      res,
+      'NOT_ACCEPTABLE',
+      'Not Acceptable: the client must accept both application/json and text/event-stream',
+    );
+    return false;
+  }
+  if (message.jsonrpc !== '2.0') {
+    // Not a JSON-RPC 2.0 message: its "id" is not known to be one.
+    sendError(res, 'INVALID_REQUEST', 'Invalid Request: "jsonrpc" must be "2.0"');
+    return false;
+  }
+  const problem = malformed(message);
+  if (problem) {
+    sendError(res, problem.kind, problem.text, { id: problem.id, data: problem.data });
+    return false;
+  }
+  return true;
+}
+
 /** One session's transport. Create it for an `initialize` request; it assigns the session id. */
 export class SessionTransport implements Transport {
   sessionId: string | undefined;
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: Transport['onmessage'];
-  readonly #pending = new Map<RequestId, PendingRequest>();
+  readonly #pending = new Map<RequestId, ResponseChannel>();
   #standalone: ServerResponse | undefined;
   #closed = false;
 
@@ -157,8 +260,9 @@ export class SessionTransport implements Transport {
       void this.close();
       return;
     }
-    res.setHeader('allow', 'GET, POST, DELETE');
-    sendError(res, 405, JsonRpcCode.INVALID_REQUEST, 'Method not allowed');
+    sendError(res, 'METHOD_NOT_ALLOWED', 'Method not allowed', {
+      headers: { allow: 'GET, POST, DELETE' },
+    });
   }
 
   #post(
@@ -166,41 +270,24 @@ export class SessionTransport implements Transport {
     res: ServerResponse,
     message: Message,
   ): undefined {
-    const accept = req.headers.accept ?? '';
-    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-      return sendError(
-        res,
-        406,
-        JsonRpcCode.INVALID_REQUEST,
-        'Not Acceptable: the client must accept both application/json and text/event-stream',
-      );
-    }
-    if (message.jsonrpc !== '2.0')
-      return sendError(
-        res,
-        400,
-        JsonRpcCode.INVALID_REQUEST,
-        'Invalid Request: "jsonrpc" must be "2.0"',
-      );
-    const problem = malformed(message);
-    if (problem) return sendError(res, 400, problem.code, problem.text, problem.id, problem.data);
+    if (!acceptPost(req, res, message)) return;
     const initialize = message.method === 'initialize';
     if (!initialize) {
       const version = req.headers['mcp-protocol-version'];
       if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-        return sendError(
-          res,
-          400,
-          JsonRpcCode.INVALID_REQUEST,
-          `Bad Request: unsupported protocol version ${version} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-        );
+        return sendError(res, 'UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', {
+          id: message.id,
+          data: { supported: [...ALL_PROTOCOL_VERSIONS], requested: version },
+        });
       }
     } else if (this.sessionId !== undefined) {
       return sendError(
         res,
-        400,
-        JsonRpcCode.INVALID_REQUEST,
+        'INVALID_REQUEST',
         'Invalid Request: the session is already initialized',
+        {
+          id: message.id,
+        },
       );
     } else {
       this.sessionId = randomUUID();
@@ -219,14 +306,17 @@ export class SessionTransport implements Transport {
     if (this.#pending.has(id))
       return sendError(
         res,
-        400,
-        JsonRpcCode.INVALID_REQUEST,
+        'INVALID_REQUEST',
         `Invalid Request: request id ${String(id)} is already in progress`,
-        id,
+        { id },
       );
-    this.#pending.set(id, { res, sse: false });
+    const channel = new ResponseChannel(
+      res,
+      this.sessionId === undefined ? {} : { 'mcp-session-id': this.sessionId },
+    );
+    this.#pending.set(id, channel);
     res.on('close', () => {
-      if (this.#pending.get(id)?.res === res && !res.writableFinished) {
+      if (this.#pending.get(id) === channel && !res.writableFinished) {
         // The client went away: cancel the work it asked for.
         this.#pending.delete(id);
         this.onmessage?.(
@@ -246,69 +336,44 @@ export class SessionTransport implements Transport {
     if (!(req.headers.accept ?? '').includes('text/event-stream')) {
       return sendError(
         res,
-        406,
-        JsonRpcCode.INVALID_REQUEST,
+        'NOT_ACCEPTABLE',
         'Not Acceptable: the client must accept text/event-stream',
       );
     }
     if (this.#standalone && !this.#standalone.writableEnded) {
       return sendError(
         res,
-        409,
-        JsonRpcCode.INVALID_REQUEST,
+        'CONFLICT',
         'Conflict: only one standalone SSE stream is allowed per session',
       );
     }
     this.#standalone = res;
-    this.#openSse(res);
+    openSse(res, this.sessionId === undefined ? {} : { 'mcp-session-id': this.sessionId });
     res.on('close', () => {
       if (this.#standalone === res) this.#standalone = undefined;
     });
-  }
-
-  #openSse(res: ServerResponse): void {
-    const headers: Record<string, string> = {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    };
-    if (this.sessionId) headers['mcp-session-id'] = this.sessionId;
-    res.writeHead(200, headers);
-    res.flushHeaders();
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     const m = message as Message;
     const response = isResponse(m);
     const key = response ? m.id : options?.relatedRequestId;
-    const pending = key === undefined ? undefined : this.#pending.get(key);
+    const channel = key === undefined ? undefined : this.#pending.get(key);
     const json = JSON.stringify(message);
-    if (!pending) {
+    if (!channel) {
       // Unrelated (or its request is gone): the standalone stream, if the client opened one.
       if (!response && this.#standalone && !this.#standalone.writableEnded)
         this.#standalone.write(`event: message\ndata: ${json}\n\n`);
       return;
     }
-    const { res } = pending;
     if (response) {
       this.#pending.delete(key as RequestId);
-      if (pending.sse) {
-        res.end(`event: message\ndata: ${json}\n\n`);
-      } else {
-        const headers: Record<string, string | number> = {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(json),
-        };
-        if (this.sessionId) headers['mcp-session-id'] = this.sessionId;
-        res.writeHead(200, headers).end(json);
-      }
+      // A session's errors travel with HTTP 200: its (2025-11-25) clients read any other
+      // status as a failed POST and never see the JSON-RPC error.
+      channel.finish(json);
       return;
     }
-    if (!pending.sse) {
-      pending.sse = true;
-      this.#openSse(res);
-    }
-    res.write(`event: message\ndata: ${json}\n\n`);
+    channel.event(json);
   }
 
   async close(): Promise<void> {

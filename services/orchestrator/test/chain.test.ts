@@ -93,7 +93,7 @@ describe('the chain in the gateway', () => {
     ]);
   });
 
-  it('blocks with -32602 listing the validator, and never calls the backend', async () => {
+  it('blocks with 403 (policy denial) listing the validator, and never calls the backend', async () => {
     const { client, backend } = await setup(list, [
       [forbidden, textArgMutator('upper', (s) => s.toUpperCase())],
     ]);
@@ -102,7 +102,7 @@ describe('the chain in the gateway', () => {
       .callTool({ name: 'bump', arguments: { text: 'forbidden fruit' } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(-32602);
+    expect((error as McpError).code).toBe(403);
     expect((error as McpError).data).toEqual({
       validationErrors: [
         {

@@ -15,6 +15,7 @@ import {
   type ChainExecution,
   type ChainObserver,
   createOrchestrator,
+  type Logger,
   type Orchestrator,
   parseConfig,
   silentLogger,
@@ -52,6 +53,8 @@ export interface StartGatewayOptions {
   adminToken?: string;
   /** Also receives every chain execution (e.g. the real audit observer). */
   observer?: ChainObserver;
+  /** The orchestrator's logger (default: silent). */
+  log?: Logger;
 }
 
 /** Start an orchestrator with `configText` (YAML) on a free loopback port. */
@@ -71,7 +74,7 @@ export async function startGateway(
   const executions: ChainExecution[] = [];
   const orchestrator = createOrchestrator({
     config,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
     redis,
     subscriber,
     adminToken: options.adminToken,

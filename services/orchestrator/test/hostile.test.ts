@@ -271,13 +271,14 @@ describe('gateway ingress under hostile input', () => {
       -32602,
       1,
     ],
-    ['a second initialize', () => JSON.stringify(INIT), inSession, 400, -32600],
+    ['a second initialize', () => JSON.stringify(INIT), inSession, 400, -32600, 1],
     [
       'tools/list before initialize',
       () => JSON.stringify({ ...CALL, method: 'tools/list' }),
       fresh,
       400,
       -32600,
+      5,
     ],
   ];
 

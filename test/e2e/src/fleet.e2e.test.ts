@@ -88,7 +88,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
       .callTool({ name: 'delete_record', arguments: { id: '42' } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(-32602);
+    expect((error as McpError).code).toBe(403);
     expect(JSON.stringify((error as McpError).data)).toContain('admins-only-delete');
     expect(text(await alice.callTool({ name: 'delete_record', arguments: { id: '7' } }))).toContain(
       'Deleted',
