@@ -186,6 +186,12 @@ export interface RunChainOptions {
   /** Budget for audit invocations without their own timeout (default 30 s). */
   auditTimeoutMs?: number;
   /**
+   * Schedules the start of each audit-mode invocation (default: start at once). A caller
+   * may batch them, e.g. to wake an observer service once per batch instead of per call;
+   * each audit invocation's time budget starts when it actually starts.
+   */
+  deferAudit?: (start: () => void) => void;
+  /**
    * Wraps the execution of each stage, e.g. to run it inside a tracing span so that the
    * invocations it starts become children of that span. Must call `run` exactly once.
    */
@@ -342,9 +348,12 @@ export async function runChain(
   };
 
   const fireAudit = (step: ChainStep, stepPayload: unknown) => {
-    void invokeStep(step, stepPayload, true).then(({ outcome }) =>
-      safeCall(options.onAuditOutcome, outcome),
-    );
+    const start = () =>
+      void invokeStep(step, stepPayload, true).then(({ outcome }) =>
+        safeCall(options.onAuditOutcome, outcome),
+      );
+    if (options.deferAudit) options.deferAudit(start);
+    else start();
   };
 
   const record = (run: StepRun) => {

@@ -29,6 +29,8 @@ export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts
 export { createRemoteService } from './remote.ts';
 export type { Listening, ListenOptions } from './serve.ts';
 export { listen, onShutdown } from './serve.ts';
+export type { SseEvent } from './sse.ts';
+export { parseSseEvents, SseParser } from './sse.ts';
 export { serveStdio } from './stdio.ts';
 export type { TraceParent } from './trace.ts';
 export {

@@ -22,6 +22,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Pool } from 'undici';
+import { parseSseEvents } from './sse.ts';
 import { activeTraceIds, outgoingTraceHeaders } from './trace.ts';
 
 /** Options for {@link createRemoteService}. */
@@ -71,15 +72,9 @@ interface JsonRpcResponse {
 }
 
 function parseSse(text: string, id: number): JsonRpcResponse | undefined {
-  for (const event of text.split(/\r?\n\r?\n/)) {
-    const data = event
-      .split(/\r?\n/)
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).replace(/^ /, ''))
-      .join('\n');
-    if (!data) continue;
+  for (const event of parseSseEvents(text)) {
     try {
-      const message = JSON.parse(data) as JsonRpcResponse;
+      const message = JSON.parse(event.data) as JsonRpcResponse;
       if (message.id === id) return message;
     } catch {
       // Not JSON: not ours.

@@ -10,7 +10,7 @@
  *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,8 +33,11 @@ async function start(
   cwd?: string,
   args: string[] = [],
 ): Promise<ServiceProcess> {
+  const cmd = sourceCommand(script, args);
+  if (process.env.PROF && env.AUDIT_JOURNAL?.endsWith('b.ndjson'))
+    cmd.args = ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`, ...(cmd.args ?? [])];
   const process_ = await startServiceProcess({
-    ...sourceCommand(script, args),
+    ...cmd,
     env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
     ...(cwd ? { cwd } : {}),
     readyTimeoutMs: 30_000,
@@ -71,9 +74,24 @@ const plain = await start(
 );
 const chained = await start(
   main,
-  { FLEET_CONFIG: gatewayConfig(true), AUDIT_JOURNAL: join(dir, 'b.ndjson') },
+  {
+    FLEET_CONFIG: gatewayConfig(true),
+    AUDIT_JOURNAL: join(dir, 'b.ndjson'),
+  },
   dir,
 );
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+function cpuSnapshot(): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const p of started) m.set(`${p.service}:${p.pid}`, cpuTicks(p.pid) * 10);
+  m.set('bench-client', process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000);
+  return m;
+}
 
 async function client(url: string): Promise<Client> {
   const c = new Client({ name: 'bench', version: '1.0.0' });
@@ -109,7 +127,12 @@ async function measure(url: string) {
   const c1 = await rate([one]);
   const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => client(url)));
   for (const c of many) await call(c);
+  const before = cpuSnapshot();
+  const n0 = performance.now();
   const c32 = await rate(many);
+  const after = cpuSnapshot();
+  const calls = c32 * ((performance.now() - n0) / 1000);
+  console.log(url, Object.fromEntries([...after].map(([k, v]) => [k, ((v - (before.get(k) ?? 0)) / calls).toFixed(3)])));
   await Promise.all([one, ...many].map((c) => c.close()));
   return {
     median: samples[Math.floor(samples.length / 2)] ?? 0,

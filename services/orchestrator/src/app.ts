@@ -143,6 +143,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     },
     async close() {
       await mcp.closeAll();
+      activeGateway.flushAudits();
       await Promise.all(backends.map((b) => b.close()));
       await registry.close();
     },

@@ -7,10 +7,6 @@
 import { FleetError, ProtocolError } from '@fleet/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CreateMessageRequestSchema,
@@ -36,8 +32,9 @@ import {
   retry,
   wrap,
 } from 'cockatiel';
+import { Agent } from 'undici';
+import { BackendHttpError, HttpBackendTransport, withCallHeaders } from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
-import { createPooledFetch, withCallHeaders } from './http-client.ts';
 import type { Logger } from './logger.ts';
 
 /** A request the backend sends to the client side (sampling, elicitation, roots). */
@@ -111,7 +108,7 @@ export class Backend {
   readonly #log: Logger;
   readonly #policy: IPolicy;
   readonly #idempotentPolicy: IPolicy;
-  readonly #http = createPooledFetch();
+  readonly #http = new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
 
   constructor(config: BackendConfig, hooks: BackendHooks, log: Logger) {
     this.id = config.id;
@@ -171,10 +168,7 @@ export class Backend {
   #transport(): Transport {
     const { url, command, args, env, cwd, headers } = this.config;
     if (url !== undefined) {
-      return new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers },
-        fetch: this.#http.fetch,
-      });
+      return new HttpBackendTransport(new URL(url), { headers, dispatcher: this.#http });
     }
     return new StdioClientTransport({
       command: command as string,
@@ -287,7 +281,7 @@ export class Backend {
           return await call();
         } catch (error) {
           // The server forgot our session (it restarted): reconnect once and retry.
-          if (error instanceof StreamableHTTPError && error.code === 404) {
+          if (error instanceof BackendHttpError && error.status === 404) {
             this.#client = undefined;
             await client.close().catch(() => undefined);
             const fresh = await this.#live();

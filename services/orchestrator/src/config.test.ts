@@ -6,7 +6,7 @@ describe('orchestrator config', () => {
   it('applies documented defaults to an empty file', () => {
     const config = parseConfig('');
     expect(config.backends).toEqual([]);
-    expect(config.chain).toEqual({ timeoutMs: 2000, denyAs: 'error' });
+    expect(config.chain).toEqual({ timeoutMs: 2000, denyAs: 'error', auditBatchMs: 5 });
     expect(config.auth).toEqual({ mode: 'none' });
     expect(config.limits).toEqual({ maxBodyBytes: 4194304, maxResponseBytes: 1048576 });
     expect(config.audit).toEqual({ queue: 'fleet-audit', enabled: true });

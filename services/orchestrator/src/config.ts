@@ -83,6 +83,11 @@ export const OrchestratorConfigSchema = z
         timeoutMs: z.number().int().positive().default(2000),
         /** How an abort of `tools/call` reaches the client. */
         denyAs: z.enum(['error', 'toolResult']).default('error'),
+        /**
+         * Audit-mode invocations start in batches at most this many ms after their call
+         * (0: each at once). They never delay a call; batching wakes observers less often.
+         */
+        auditBatchMs: z.number().int().min(0).max(1000).default(5),
       })
       .prefault({}),
     audit: z

@@ -45,6 +45,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { BackendRouter, isListMethod } from './aggregate.ts';
+import { AuditBatcher } from './audit-batch.ts';
 import type { Backend, ServerToClientRequest } from './backends.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { Logger } from './logger.ts';
@@ -173,12 +174,20 @@ export class Gateway {
   readonly #validators: SchemaValidators;
   /** The operator's view of the tools (allow-list, renames, descriptions). */
   readonly #tools: ToolView;
+  /** Audit-mode invocations, started in batches. */
+  readonly #audits: AuditBatcher;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
     this.router = new BackendRouter(deps.backends);
     this.#validators = new SchemaValidators(deps.log);
     this.#tools = new ToolView(deps.config.tools);
+    this.#audits = new AuditBatcher(deps.config.chain.auditBatchMs);
+  }
+
+  /** Start any audit-mode invocations still waiting for their batch. */
+  flushAudits(): void {
+    this.#audits.flush();
   }
 
   /** The union of the backends' capabilities, plus logging and completions when any backend has them. */
@@ -503,6 +512,7 @@ export class Gateway {
         validatePayload: resultValidator(method),
         onOutcome: (o) => telemetry.recordInvocation(o),
         onAuditOutcome: (o) => telemetry.recordInvocation(o),
+        deferAudit: this.#audits.defer,
         wrapStage: (stage, run) =>
           telemetry.tracer.startActiveSpan(
             `chain ${phase} ${stage.kind}`,

@@ -1,0 +1,314 @@
+/**
+ * The gateway's Streamable HTTP client transport for backends: the MCP SDK's `Transport`
+ * contract, sent over an undici keep-alive pool and parsed from Node streams. The SDK's own
+ * client transport goes through WHATWG `fetch`, `Response`, `TextDecoderStream` and an
+ * event-stream transform for every call, which cost more CPU than the call itself on the
+ * gateway's hot path; this one reads JSON bodies and event streams straight off the socket.
+ *
+ * What it does, as the Streamable HTTP transport specifies: every message is a POST; a
+ * request's answer comes back as JSON or as an event stream (which may carry progress,
+ * log lines and server-to-client requests first); `Mcp-Session-Id` from `initialize` goes
+ * on every later request, as does `Mcp-Protocol-Version` once negotiated; after
+ * `notifications/initialized` a GET stream carries the server's own messages and is reopened
+ * with `Last-Event-ID` when it drops; a stream that ends before its request's answer
+ * answers it with a connection-closed error so the call fails at once instead of timing out.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { StringDecoder } from 'node:string_decoder';
+import { SseParser } from '@fleet/interceptor-kit';
+import type {
+  Transport,
+  TransportSendOptions,
+} from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { context, propagation } from '@opentelemetry/api';
+import { Agent, type Dispatcher, request } from 'undici';
+
+/** An HTTP status the backend answered with where a JSON-RPC message was expected. */
+export class BackendHttpError extends Error {
+  override readonly name = 'BackendHttpError';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Headers for the POST that carries one JSON-RPC request. */
+interface CallHeaders {
+  method: string;
+  headers: Readonly<Record<string, string>>;
+}
+
+const callHeaders = new AsyncLocalStorage<CallHeaders>();
+
+/**
+ * Run `fn` (which sends one JSON-RPC request through an {@link HttpBackendTransport}) with
+ * extra HTTP headers for that request: only the POST carrying a request for `method` gets
+ * them, not other traffic the call sets off in the same async context (a reply to a
+ * server-to-client request, a reconnect).
+ */
+export function withCallHeaders<T>(
+  method: string,
+  headers: Readonly<Record<string, string>> | undefined,
+  fn: () => T,
+): T {
+  if (headers === undefined || Object.keys(headers).length === 0) return fn();
+  return callHeaders.run({ method, headers }, fn);
+}
+
+/** Options for {@link HttpBackendTransport}. */
+export interface HttpBackendTransportOptions {
+  /** Headers from the backend's config (e.g. its credentials), sent on every request. */
+  headers?: Record<string, string> | undefined;
+  /** Connection pool; one is created (and closed with the transport) when omitted. */
+  dispatcher?: Agent | undefined;
+}
+
+const ACCEPT_POST = 'application/json, text/event-stream';
+const GET_RETRY_INITIAL_MS = 1_000;
+const GET_RETRY_MAX_MS = 30_000;
+
+function isRequest(
+  message: JSONRPCMessage,
+): message is JSONRPCMessage & { id: string | number; method: string } {
+  return 'method' in message && 'id' in message;
+}
+
+function isMessage(value: unknown): value is JSONRPCMessage {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    (value as { jsonrpc?: unknown }).jsonrpc === '2.0'
+  );
+}
+
+/** One backend connection's transport. */
+export class HttpBackendTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  sessionId?: string;
+
+  readonly #url: URL;
+  readonly #headers: Record<string, string>;
+  readonly #dispatcher: Agent;
+  readonly #ownsDispatcher: boolean;
+  readonly #abort = new AbortController();
+  #protocolVersion: string | undefined;
+  #started = false;
+  #closed = false;
+  #getRetryMs = GET_RETRY_INITIAL_MS;
+  #getTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(url: URL, options: HttpBackendTransportOptions = {}) {
+    this.#url = url;
+    this.#headers = { ...options.headers };
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher =
+      options.dispatcher ??
+      new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) throw new Error('HttpBackendTransport already started');
+    this.#started = true;
+  }
+
+  setProtocolVersion(version: string): void {
+    this.#protocolVersion = version;
+  }
+
+  #requestHeaders(extra?: Record<string, string>): Record<string, string> {
+    const headers: Record<string, string> = { ...this.#headers, ...extra };
+    if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
+    if (this.#protocolVersion !== undefined)
+      headers['mcp-protocol-version'] = this.#protocolVersion;
+    propagation.inject(context.active(), headers);
+    return headers;
+  }
+
+  async send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
+    if (this.#closed) throw new Error('transport closed');
+    const call = callHeaders.getStore();
+    const headers = this.#requestHeaders({
+      ...(call && isRequest(message) && message.method === call.method ? call.headers : {}),
+      'content-type': 'application/json',
+      accept: ACCEPT_POST,
+    });
+    const response = await request(this.#url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(message),
+      dispatcher: this.#dispatcher,
+      signal: this.#abort.signal,
+    });
+    const sessionId = response.headers['mcp-session-id'];
+    if (typeof sessionId === 'string' && sessionId) this.sessionId = sessionId;
+    const status = response.statusCode;
+    if (status === 202) {
+      response.body.resume();
+      if ('method' in message && message.method === 'notifications/initialized')
+        this.#openGetStream();
+      return;
+    }
+    if (status < 200 || status >= 300) {
+      const text = await response.body.text().catch(() => '');
+      throw new BackendHttpError(
+        status,
+        `Error POSTing to endpoint (HTTP ${status}): ${text.slice(0, 500)}`,
+      );
+    }
+    const contentType = String(response.headers['content-type'] ?? '');
+    const requestId = isRequest(message) ? message.id : undefined;
+    if (contentType.includes('text/event-stream')) {
+      // Not awaited: the answer may come after progress, log lines or nested requests.
+      void this.#readStream(response.body, requestId);
+      return;
+    }
+    const text = await response.body.text();
+    if (requestId === undefined && text.trim() === '') return;
+    this.#deliverJson(text);
+  }
+
+  #deliverJson(text: string): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      this.onerror?.(new Error(`backend sent a body that is not JSON: ${text.slice(0, 200)}`));
+      return;
+    }
+    for (const item of Array.isArray(parsed) ? parsed : [parsed]) {
+      if (isMessage(item)) this.onmessage?.(item);
+      else this.onerror?.(new Error('backend sent something that is not a JSON-RPC message'));
+    }
+  }
+
+  /** Deliver a stream's messages; resolves with the stream's last event id when it ends. */
+  async #readStream(
+    body: Dispatcher.ResponseData['body'],
+    requestId?: string | number,
+  ): Promise<string | undefined> {
+    let answered = requestId === undefined;
+    const decoder = new StringDecoder('utf8');
+    let pending: JSONRPCMessage[] = [];
+    const parser = new SseParser((event) => {
+      if (event.event !== 'message') return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(event.data);
+      } catch {
+        this.onerror?.(new Error('backend sent an event that is not JSON'));
+        return;
+      }
+      if (isMessage(parsed)) pending.push(parsed);
+    });
+    const deliver = async () => {
+      const batch = pending;
+      pending = [];
+      for (let i = 0; i < batch.length; i++) {
+        const message = batch[i] as JSONRPCMessage;
+        if (!answered && 'id' in message && message.id === requestId && !('method' in message))
+          answered = true;
+        this.onmessage?.(message);
+        // The SDK handles a notification (e.g. progress) a microtask later but a response at
+        // once, dropping the call's progress handler: let the notification land first.
+        if (i < batch.length - 1 && 'method' in message) await Promise.resolve();
+      }
+    };
+    try {
+      for await (const chunk of body) {
+        parser.push(decoder.write(chunk as Buffer));
+        await deliver();
+      }
+      parser.push(decoder.end());
+      await deliver();
+    } catch (error) {
+      if (!this.#closed) this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
+    if (!answered && requestId !== undefined && !this.#closed) {
+      this.onmessage?.({
+        jsonrpc: '2.0',
+        id: requestId,
+        error: {
+          code: ErrorCode.ConnectionClosed,
+          message: 'the backend closed the stream before answering',
+        },
+      });
+    }
+    return parser.lastEventId;
+  }
+
+  /** The standalone GET stream for the server's own messages; reopened when it drops. */
+  #openGetStream(lastEventId?: string): void {
+    if (this.#closed) return;
+    void (async () => {
+      let extra: Record<string, string> = { accept: 'text/event-stream' };
+      if (lastEventId !== undefined) extra = { ...extra, 'last-event-id': lastEventId };
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await request(this.#url, {
+          method: 'GET',
+          headers: this.#requestHeaders(extra),
+          dispatcher: this.#dispatcher,
+          signal: this.#abort.signal,
+        });
+      } catch (error) {
+        if (!this.#closed) this.#retryGetStream(lastEventId, error);
+        return;
+      }
+      if (response.statusCode === 405) {
+        // The server offers no standalone stream: nothing to listen to.
+        response.body.resume();
+        return;
+      }
+      if (response.statusCode !== 200) {
+        response.body.resume();
+        this.#retryGetStream(
+          lastEventId,
+          new BackendHttpError(
+            response.statusCode,
+            `GET stream refused (HTTP ${response.statusCode})`,
+          ),
+        );
+        return;
+      }
+      this.#getRetryMs = GET_RETRY_INITIAL_MS;
+      const last = await this.#readStream(response.body);
+      if (!this.#closed) this.#retryGetStream(last ?? lastEventId);
+    })();
+  }
+
+  #retryGetStream(lastEventId: string | undefined, error?: unknown): void {
+    if (this.#closed) return;
+    if (error !== undefined)
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    const delay = this.#getRetryMs;
+    this.#getRetryMs = Math.min(this.#getRetryMs * 2, GET_RETRY_MAX_MS);
+    this.#getTimer = setTimeout(() => this.#openGetStream(lastEventId), delay);
+    this.#getTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#getTimer !== undefined) clearTimeout(this.#getTimer);
+    this.#abort.abort();
+    if (this.sessionId !== undefined) {
+      // Best effort: tell the server the session is over, without waiting long for it.
+      await request(this.#url, {
+        method: 'DELETE',
+        headers: this.#requestHeaders(),
+        dispatcher: this.#dispatcher,
+        signal: AbortSignal.timeout(1_000),
+      })
+        .then((r) => r.body.resume())
+        .catch(() => undefined);
+    }
+    if (this.#ownsDispatcher) await this.#dispatcher.close().catch(() => undefined);
+    this.onclose?.();
+  }
+}
