@@ -4,8 +4,12 @@
  *   2. through the gateway with no interceptors,
  *   3. through the gateway with three remote interceptors (request validator, request and
  *      response mutator, audit-mode observer).
- * Every path uses the same stock MCP SDK client, so differences are what the gateway adds.
- * Each peer (backend, interceptors, gateways) is its own process.
+ * Every path uses the same lean MCP client (bench/lean-client.ts: a session opened with
+ * `initialize`, then plain JSON POSTs on a keep-alive connection), so differences are what
+ * the gateway adds. The stock SDK client costs ~0.6 ms of CPU per call on its own, which
+ * on a 2-core machine would mostly measure the load generator. Each peer (backend,
+ * interceptors, gateways) is its own process; the CPU each one spends per call during the
+ * 32-client run is printed too (from /proc), which is what bounds throughput here.
  *
  *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
  */
@@ -15,9 +19,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
+import { type LeanClient, leanClient } from './lean-client.ts';
 
 const quick = process.argv.includes('--quick');
 const WARMUP = quick ? 100 : 500;
@@ -33,11 +36,8 @@ async function start(
   cwd?: string,
   args: string[] = [],
 ): Promise<ServiceProcess> {
-  const cmd = sourceCommand(script, args);
-  if (process.env.PROF && env.AUDIT_JOURNAL?.endsWith('b.ndjson'))
-    cmd.args = ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`, ...(cmd.args ?? [])];
   const process_ = await startServiceProcess({
-    ...cmd,
+    ...sourceCommand(script, args),
     env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
     ...(cwd ? { cwd } : {}),
     readyTimeoutMs: 30_000,
@@ -74,71 +74,68 @@ const plain = await start(
 );
 const chained = await start(
   main,
-  {
-    FLEET_CONFIG: gatewayConfig(true),
-    AUDIT_JOURNAL: join(dir, 'b.ndjson'),
-  },
+  { FLEET_CONFIG: gatewayConfig(true), AUDIT_JOURNAL: join(dir, 'b.ndjson') },
   dir,
 );
 
-function cpuTicks(pid: number): number {
+/** CPU milliseconds (user + system) a process has used so far. */
+function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-function cpuSnapshot(): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const p of started) m.set(`${p.service}:${p.pid}`, cpuTicks(p.pid) * 10);
-  m.set('bench-client', process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000);
-  return m;
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
-async function client(url: string): Promise<Client> {
-  const c = new Client({ name: 'bench', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(url)));
-  return c;
+/** CPU per process (and this load generator) over `run`. */
+async function cpuDuring<T>(
+  run: () => Promise<T>,
+): Promise<{ value: T; cpu: Map<string, number> }> {
+  const peers = started.filter((p) => p.child.exitCode === null);
+  const before = peers.map((p) => cpuMs(p.pid));
+  const self = process.cpuUsage();
+  const value = await run();
+  const selfUsed = process.cpuUsage(self);
+  const cpu = new Map<string, number>();
+  peers.forEach((p, i) => cpu.set(`${p.service}#${p.pid}`, cpuMs(p.pid) - (before[i] ?? 0)));
+  cpu.set('load generator', (selfUsed.user + selfUsed.system) / 1000);
+  return { value, cpu };
 }
 
 async function measure(url: string) {
-  const one = await client(url);
-  const call = (c: Client) => c.callTool({ name: 'echo', arguments: { text: 'hello' } });
-  for (let i = 0; i < WARMUP; i++) await call(one);
+  const one = await leanClient(url);
+  for (let i = 0; i < WARMUP; i++) await one.call();
   const samples: number[] = [];
   for (let i = 0; i < LATENCY_CALLS; i++) {
     const t = process.hrtime.bigint();
-    await call(one);
+    await one.call();
     samples.push(Number(process.hrtime.bigint() - t) / 1e6);
   }
   samples.sort((a, b) => a - b);
-  const rate = async (clients: Client[]) => {
+  const rate = async (clients: LeanClient[]) => {
     let count = 0;
     const until = performance.now() + THROUGHPUT_SECONDS * 1000;
     const t0 = performance.now();
     await Promise.all(
       clients.map(async (c) => {
         while (performance.now() < until) {
-          await call(c);
+          await c.call();
           count++;
         }
       }),
     );
-    return count / ((performance.now() - t0) / 1000);
+    return { perSecond: count / ((performance.now() - t0) / 1000), count };
   };
   const c1 = await rate([one]);
-  const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => client(url)));
-  for (const c of many) await call(c);
-  const before = cpuSnapshot();
-  const n0 = performance.now();
-  const c32 = await rate(many);
-  const after = cpuSnapshot();
-  const calls = c32 * ((performance.now() - n0) / 1000);
-  console.log(url, Object.fromEntries([...after].map(([k, v]) => [k, ((v - (before.get(k) ?? 0)) / calls).toFixed(3)])));
+  const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => leanClient(url)));
+  for (const c of many) await c.call();
+  const { value: c32, cpu } = await cpuDuring(() => rate(many));
   await Promise.all([one, ...many].map((c) => c.close()));
+  const cpuPerCall = new Map([...cpu].map(([k, v]) => [k, v / c32.count]));
   return {
     median: samples[Math.floor(samples.length / 2)] ?? 0,
     p99: samples[Math.floor(samples.length * 0.99)] ?? 0,
-    c1,
-    c32,
+    c1: c1.perSecond,
+    c32: c32.perSecond,
+    cpuPerCall,
   };
 }
 
@@ -150,7 +147,7 @@ try {
   ] as const;
   const direct = rows[0][1];
   console.log(
-    `\ntools/call echo on loopback (${LATENCY_CALLS} sequential calls for latency; ${THROUGHPUT_SECONDS} s per throughput run; node ${process.version}, stock SDK client)`,
+    `\ntools/call echo on loopback (${LATENCY_CALLS} sequential calls for latency; ${THROUGHPUT_SECONDS} s per throughput run; node ${process.version}, lean MCP client)`,
   );
   console.log(
     `${'path'.padEnd(32)} ${'median ms'.padStart(9)} ${'p99 ms'.padStart(8)} ${'+median'.padStart(8)} ${'+p99'.padStart(7)} ${'calls/s@1'.padStart(10)} ${'calls/s@32'.padStart(11)}`,
@@ -159,6 +156,15 @@ try {
     console.log(
       `${name.padEnd(32)} ${r.median.toFixed(3).padStart(9)} ${r.p99.toFixed(3).padStart(8)} ${(r.median - direct.median).toFixed(3).padStart(8)} ${(r.p99 - direct.p99).toFixed(2).padStart(7)} ${r.c1.toFixed(0).padStart(10)} ${r.c32.toFixed(0).padStart(11)}`,
     );
+  }
+  console.log(`\nCPU ms per call by process during the ${CONCURRENCY}-client run (user + system)`);
+  for (const [name, r] of rows) {
+    const total = [...r.cpuPerCall.values()].reduce((a, b) => a + b, 0);
+    const parts = [...r.cpuPerCall]
+      .filter(([, v]) => v > 0.005)
+      .map(([k, v]) => `${k.replace(/#\d+$/, '')} ${v.toFixed(3)}`)
+      .join(', ');
+    console.log(`${name.padEnd(32)} total ${total.toFixed(3)}: ${parts}`);
   }
   const full = rows[2][1];
   const added = full.median - direct.median;
