@@ -73,6 +73,7 @@ function wordsAfter(text: string, pos: number, n: number, line = false): string[
 }
 
 const keyWordCache = new Map<string, string[]>();
+const NO_WORDS: readonly string[] = [];
 
 /** The words of a JSON property name: `phone_number`, `phoneNumber` → `phone`, `number`. */
 export function keyWords(key: string): string[] {
@@ -99,20 +100,27 @@ export function contextDelta(text: string, c: Candidate, extra: readonly string[
   const rule = c.context;
   if (rule === undefined) return 0;
   const fromText = wordsBefore(text, c.start, rule.before);
-  const before =
-    extra.length > 0 && fromText.length < rule.before ? [...extra, ...fromText] : fromText;
-  const after = wordsAfter(text, c.end, rule.after);
-  let delta = 0;
-  let hit = before.some((w) => rule.words.has(w)) || after.some((w) => rule.words.has(w));
-  if (!hit && rule.phrases.length > 0) {
-    const joined = ` ${[...before, ...after].join(' ')} `;
-    hit = rule.phrases.some((p) => joined.includes(` ${p} `));
+  const withExtra = extra.length > 0 && fromText.length < rule.before;
+  const positive = (w: string) => rule.words.has(w);
+  let hit = fromText.some(positive) || (withExtra && extra.some(positive));
+  // The words after are read only when the words before did not decide.
+  if (!hit) {
+    const after = wordsAfter(text, c.end, rule.after);
+    hit = after.some(positive);
+    if (!hit && rule.phrases.length > 0) {
+      const joined = ` ${[...(withExtra ? extra : []), ...fromText, ...after].join(' ')} `;
+      hit = rule.phrases.some((p) => joined.includes(` ${p} `));
+    }
   }
-  if (hit) delta += rule.boost;
-  const near = fromText.slice(Math.max(0, fromText.length - rule.negativeBefore));
-  let negative = (near.length < rule.negativeBefore ? [...extra, ...near] : near).some((w) =>
-    rule.negative.has(w),
-  );
+  let delta = hit ? rule.boost : 0;
+  const near = Math.max(0, fromText.length - rule.negativeBefore);
+  let negative = false;
+  for (let i = near; i < fromText.length && !negative; i++) {
+    negative = rule.negative.has(fromText[i] as string);
+  }
+  if (!negative && fromText.length - near < rule.negativeBefore) {
+    negative = extra.some((w) => rule.negative.has(w));
+  }
   if (!negative && rule.negativeAfter.size > 0) {
     negative = wordsAfter(text, c.end, rule.after, true).some((w) => rule.negativeAfter.has(w));
   }
@@ -158,20 +166,9 @@ export function compareDetections(a: Detection, b: Detection): number {
   );
 }
 
-/**
- * Keep a set of non-overlapping detections: higher score first, then longer, then earlier
- * (then type name, so the result never depends on recognizer order). Sorted by start.
- */
-export function resolveOverlaps(detections: readonly Detection[]): Detection[] {
-  if (detections.length < 2) return [...detections];
-  // Common case: nothing overlaps, and only the order by start is needed.
-  const byStart = [...detections].sort((a, b) => a.start - b.start || a.end - b.end);
-  let disjoint = true;
-  for (let i = 1; i < byStart.length && disjoint; i++) {
-    if ((byStart[i] as Detection).start < (byStart[i - 1] as Detection).end) disjoint = false;
-  }
-  if (disjoint) return byStart;
-  const ranked = byStart.sort(compareDetections);
+/** Greedy resolution of one run of overlapping detections (sorted by start). */
+function resolveRun(run: Detection[]): Detection[] {
+  const ranked = run.sort(compareDetections);
   const kept: Detection[] = [];
   for (const d of ranked) {
     // Binary search for the first kept span ending after d starts.
@@ -189,17 +186,38 @@ export function resolveOverlaps(detections: readonly Detection[]): Detection[] {
   return kept;
 }
 
+/**
+ * Keep a set of non-overlapping detections: higher score first, then longer, then earlier
+ * (then type name, so the result never depends on recognizer order). Sorted by start.
+ */
+export function resolveOverlaps(detections: readonly Detection[]): Detection[] {
+  if (detections.length < 2) return [...detections];
+  const byStart = [...detections].sort((a, b) => a.start - b.start || a.end - b.end);
+  // A detection competes only with those in its run of (transitively) overlapping spans, so
+  // each run is resolved on its own; most runs are a single detection.
+  const kept: Detection[] = [];
+  for (let i = 0; i < byStart.length; ) {
+    const first = byStart[i] as Detection;
+    let end = first.end;
+    let j = i + 1;
+    for (; j < byStart.length && (byStart[j] as Detection).start < end; j++) {
+      end = Math.max(end, (byStart[j] as Detection).end);
+    }
+    if (j === i + 1) kept.push(first);
+    else for (const d of resolveRun(byStart.slice(i, j))) kept.push(d);
+    i = j;
+  }
+  return kept;
+}
+
 /** Whether `value` is on the allow-list. */
 export function isAllowed(value: string, allow: AllowList): boolean {
   if (allow.values.has(value)) return true;
   return allow.patterns.some((re) => re.test(value));
 }
 
-/** One string to analyze and the JSON property it sits under, if any. */
-export interface Segment {
-  readonly text: string;
-  readonly key?: string | number | undefined;
-}
+/** The JSON property a string sits under: a name, an array index, or none. */
+export type SegmentKey = string | number | undefined;
 
 /**
  * Between segments analyzed together: a NUL between newlines. No recognizer matches across it
@@ -209,7 +227,7 @@ export const SEGMENT_SEPARATOR = '\n\u0000\n';
 
 function gateAndFind(text: string, policy: AnalyzerPolicy, candidates: Candidate[]): void {
   // Gates are shared between recognizers (HAS_DIGIT): test each once.
-  const tested: RegExp[] = [];
+  const tested: Array<RegExp | string> = [];
   const passed: boolean[] = [];
   for (const r of policy.recognizers) {
     const gate = r.requires;
@@ -217,7 +235,7 @@ function gateAndFind(text: string, policy: AnalyzerPolicy, candidates: Candidate
       const at = tested.indexOf(gate);
       let ok: boolean;
       if (at === -1) {
-        ok = gate.test(text);
+        ok = typeof gate === 'string' ? text.includes(gate) : gate.test(text);
         tested.push(gate);
         passed.push(ok);
       } else {
@@ -229,64 +247,66 @@ function gateAndFind(text: string, policy: AnalyzerPolicy, candidates: Candidate
   }
 }
 
+/** Index of the segment holding `pos`, given the segments' start offsets (ascending). */
+function segmentAt(starts: Int32Array, pos: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((starts[mid] ?? 0) <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 /**
  * Detect entities in several strings at once: they are joined with {@link SEGMENT_SEPARATOR}
  * and every recognizer runs once over the whole (the per-call cost of ~25 regexes dominates
  * for the many short strings of a JSON message). Nothing crosses a segment: candidates that
- * would are dropped, context words are read within the segment (plus its key's words). Returns
- * the detections of each segment, with offsets into that segment.
+ * would are dropped, context words are read within the segment (plus its key's words).
+ * `keys[i]` is the JSON property of `texts[i]`. Returns the detections of each segment that has
+ * any, by segment index, with offsets into that segment.
  */
 export function analyzeSegments(
-  segments: readonly Segment[],
+  texts: readonly string[],
+  keys: readonly SegmentKey[],
   policy: AnalyzerPolicy,
-): Detection[][] {
-  const result: Detection[][] = segments.map(() => []);
-  const starts: number[] = [];
-  let text = '';
-  for (const seg of segments) {
-    if (starts.length > 0) text += SEGMENT_SEPARATOR;
-    starts.push(text.length);
-    text += seg.text;
+): Map<number, Detection[]> {
+  const result = new Map<number, Detection[]>();
+  const starts = new Int32Array(texts.length);
+  let length = 0;
+  for (let i = 0; i < texts.length; i++) {
+    if (i > 0) length += SEGMENT_SEPARATOR.length;
+    starts[i] = length;
+    length += (texts[i] as string).length;
   }
-  if (text.length === 0) return result;
+  if (length === 0) return result;
+  const text = texts.join(SEGMENT_SEPARATOR);
   const candidates: Candidate[] = [];
   gateAndFind(text, policy, candidates);
-  const keyed = policy.enabled.has('SECRET');
-  segments.forEach((seg, i) => {
-    if (!keyed || typeof seg.key !== 'string' || seg.text.length === 0) return;
-    const whole = secretKeyValue(seg.key, seg.text);
-    const at = starts[i] ?? 0;
-    if (whole !== undefined)
-      candidates.push({ ...whole, start: whole.start + at, end: whole.end + at });
-  });
+  if (policy.enabled.has('SECRET')) {
+    for (let i = 0; i < texts.length; i++) {
+      const key = keys[i];
+      const value = texts[i] as string;
+      if (typeof key !== 'string' || value.length === 0) continue;
+      const whole = secretKeyValue(key, value);
+      const at = starts[i] ?? 0;
+      if (whole !== undefined)
+        candidates.push({ ...whole, start: whole.start + at, end: whole.end + at });
+    }
+  }
   if (candidates.length === 0) return result;
 
-  const segmentOf = (pos: number): number => {
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if ((starts[mid] ?? 0) <= pos) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
-  const words = new Map<number, string[]>();
-  const keyWordsOf = (i: number): string[] => {
-    let w = words.get(i);
-    if (w === undefined) {
-      const key = segments[i]?.key;
-      w = typeof key === 'string' ? keyWords(key) : [];
-      words.set(i, w);
-    }
-    return w;
+  const keyWordsOf = (i: number): readonly string[] => {
+    const key = keys[i];
+    return typeof key === 'string' ? keyWords(key) : NO_WORDS;
   };
   const own = ownOutputSpans(text);
   const scored: Detection[] = [];
   for (const c of candidates) {
     if (!policy.enabled.has(c.type) || c.end <= c.start) continue;
-    const seg = segmentOf(c.start);
-    if (c.end > (starts[seg] ?? 0) + (segments[seg]?.text.length ?? 0)) continue;
+    const seg = segmentAt(starts, c.start);
+    if (c.end > (starts[seg] ?? 0) + (texts[seg]?.length ?? 0)) continue;
     if (own.length > 0 && own.some(([s, e]) => c.start < e && s < c.end)) continue;
     const threshold = policy.thresholds[c.type];
     const delta = contextDelta(text, c, keyWordsOf(seg));
@@ -310,9 +330,16 @@ export function analyzeSegments(
   const allowing = policy.allow.values.size > 0 || policy.allow.patterns.length > 0;
   for (const d of resolveOverlaps(scored)) {
     if (allowing && isAllowed(text.slice(d.start, d.end), policy.allow)) continue;
-    const seg = segmentOf(d.start);
+    const seg = segmentAt(starts, d.start);
     const at = starts[seg] ?? 0;
-    result[seg]?.push({ ...d, start: d.start - at, end: d.end - at });
+    let list = result.get(seg);
+    if (list === undefined) {
+      list = [];
+      result.set(seg, list);
+    }
+    d.start -= at;
+    d.end -= at;
+    list.push(d);
   }
   return result;
 }
@@ -323,5 +350,5 @@ export function analyzeSegments(
  * credential-like name makes the whole value a SECRET candidate.
  */
 export function analyze(text: string, policy: AnalyzerPolicy, key?: string | number): Detection[] {
-  return analyzeSegments([{ text, key }], policy)[0] ?? [];
+  return analyzeSegments([text], [key], policy).get(0) ?? [];
 }

@@ -8,7 +8,7 @@ import {
   type AnalyzerPolicy,
   analyze,
   analyzeSegments,
-  type Segment,
+  type SegmentKey,
 } from './analyzer.ts';
 import {
   compileAllowPattern,
@@ -203,29 +203,35 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
     walkWith: (visit: LeafVisitor, checked?: boolean) => T,
     input: T,
     policy: Policy,
-    onLeaf: (text: string, path: readonly PathSegment[], detections: Detection[]) => string,
+    onLeaf: (
+      text: string,
+      path: readonly PathSegment[],
+      detections: readonly Detection[],
+    ) => string,
   ): T => {
-    const segments: Segment[] = [];
+    const texts: string[] = [];
+    const keys: SegmentKey[] = [];
     walkWith((text, path) => {
-      segments.push({ text, key: path[path.length - 1] });
+      texts.push(text);
+      keys.push(path[path.length - 1]);
       return text;
     });
-    if (segments.length === 0) return input;
-    const perLeaf = analyzeSegments(segments, policy);
-    if (perLeaf.every((d) => d.length === 0)) return input;
+    if (texts.length === 0) return input;
+    const perLeaf = analyzeSegments(texts, keys, policy);
+    if (perLeaf.size === 0) return input;
     let i = 0;
     return walkWith((text, path) => {
-      const detections = perLeaf[i++] ?? [];
-      return detections.length === 0 ? text : onLeaf(text, path, detections);
+      const detections = perLeaf.get(i++);
+      return detections === undefined ? text : onLeaf(text, path, detections);
     }, true);
   };
   const transformLeaf =
     (policy: Policy, session: TransformSession) =>
-    (text: string, path: readonly PathSegment[], detections: Detection[]) =>
+    (text: string, path: readonly PathSegment[], detections: readonly Detection[]) =>
       applyDetections(text, detections, formatJsonPath(path), policy, session);
   const scanLeaf =
     (policy: Policy, findings: Finding[], counts: ScanResult['counts']) =>
-    (text: string, path: readonly PathSegment[], detections: Detection[]) => {
+    (text: string, path: readonly PathSegment[], detections: readonly Detection[]) => {
       const at = formatJsonPath(path);
       for (const d of detections) {
         counts[d.type] = (counts[d.type] ?? 0) + 1;

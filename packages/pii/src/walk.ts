@@ -114,7 +114,9 @@ function walk(value: unknown, depth: number, path: PathSegment[], state: WalkSta
   if (isPlainObject(value)) {
     enter(state, depth, path);
     let copy: Record<string, unknown> | undefined;
-    for (const key of Object.keys(value)) {
+    // for…in with an own-property check: the order of Object.keys without allocating its array.
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
       path.push(key);
       const next = walk(value[key], depth + 1, path, state);
       path.pop();

@@ -11,17 +11,44 @@
  * as a whole, scored 0.99 so that a detection inside it (an e-mail in a password) cannot leave
  * the rest of the value in place.
  */
-import { type Candidate, forEachMatch, type Recognizer } from './recognizer.ts';
+import { type Candidate, forEachMatchAt, type Recognizer } from './recognizer.ts';
 
 // A trie, so that each position is tried against one branch per first letter.
 const KEYWORD = String.raw`pass(?:word|wd|phrase)?|pwd|secret(?:[_\-]?key)?|api[_\-]?(?:key|secret)|access[_\-]?(?:key|token)|(?:auth|refresh|id|bearer)[_\-]?token|client[_\-]?secret|private[_\-]?key|token|credentials?`;
 
-// Anchored on the keyword (a regex that starts at every word is ten times slower); the key's
-// prefix (`DB_`, `client.`) is read backwards from it.
+// Tried only where a keyword can start (see keywordStarts); the key's prefix (`DB_`,
+// `client.`) is read backwards from it.
 const ASSIGNMENT = new RegExp(
   String.raw`(?<keyword>${KEYWORD})(?![A-Za-z0-9])["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?<dq>[^"\r\n]{1,512})"|'(?<sq>[^'\r\n]{1,512})'|(?<bare>[^\s"'\x60,;&<>(){}\[\]]{1,512}))`,
+  'iy',
+);
+// An operator with a keyword (an optional quote and blanks between) right before it. Scanning
+// for `:` and `=` and looking behind there is several times cheaper than trying the keyword
+// trie at every letter of the text.
+const OPERATOR = new RegExp(
+  String.raw`[:=](?<=(?:${KEYWORD})(?![A-Za-z0-9])["']?[ \t]*[:=])`,
   'gi',
 );
+// The shortest and longest keywords: `pwd`, `client_secret`.
+const KEYWORD_MIN = 3;
+const KEYWORD_MAX = 13;
+
+/** Every position (ascending) where a keyword followed by an operator may start. */
+function keywordStarts(text: string): number[] {
+  const starts: number[] = [];
+  let next = 0;
+  OPERATOR.lastIndex = 0;
+  for (let m = OPERATOR.exec(text); m !== null; m = OPERATOR.exec(text)) {
+    // Back over the blanks and the optional quote to the end of the keyword.
+    let end = m.index;
+    while (end > 0 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end--;
+    if (text[end - 1] === '"' || text[end - 1] === "'") end--;
+    for (let s = Math.max(next, end - KEYWORD_MAX); s <= end - KEYWORD_MIN; s++) starts.push(s);
+    next = Math.max(next, end - KEYWORD_MIN + 1);
+  }
+  return starts;
+}
+
 const PREFIX_CHAR = /[A-Za-z0-9_.-]/;
 const BEFORE_KEY = /[\p{L}\p{N}_.-]/u;
 
@@ -78,9 +105,8 @@ function keyAccepted(prefix: string, keyword: string, keywordText: string): bool
 export const assignmentRecognizer: Recognizer = {
   name: 'assignment',
   types: ['SECRET'],
-  requires: /pass|pwd|secret|key|token|credential/i,
   find(text, _env, out: Candidate[]) {
-    forEachMatch(ASSIGNMENT, text, (m) => {
+    forEachMatchAt(ASSIGNMENT, text, keywordStarts(text), (m) => {
       const g = m.groups ?? {};
       let from = m.index;
       while (from > 0 && m.index - from <= 40 && PREFIX_CHAR.test(text[from - 1] ?? '')) from--;

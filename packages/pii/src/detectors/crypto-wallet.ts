@@ -14,13 +14,14 @@ import {
   contextRule,
   forEachMatch,
   HAS_DIGIT,
+  memoize,
   type Recognizer,
 } from './recognizer.ts';
 
 const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 // One pass for the three forms: Ethereum, SegWit, base58check.
 const ADDRESS =
-  /(?<![A-Za-z0-9])(?:(?<eth>0x[0-9a-fA-F]{40})|(?<segwit>(?:bc1|BC1)[02-9ac-hj-np-zAC-HJ-NP-Z]{8,87})|[13][1-9A-HJ-NP-Za-km-z]{25,34})(?![A-Za-z0-9])/g;
+  /(?<![A-Za-z0-9])(?:0x[0-9a-fA-F]{40}|(?:bc1|BC1)[02-9ac-hj-np-zAC-HJ-NP-Z]{8,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})(?![A-Za-z0-9])/g;
 
 /** Decode base58 to bytes, or `undefined` on a character outside the alphabet. */
 export function base58Decode(s: string): Uint8Array | undefined {
@@ -161,6 +162,22 @@ function emit(m: RegExpExecArray, score: number, out: Candidate[]): void {
   });
 }
 
+/** The score of a matched address (0: not valid). */
+function addressScore(address: string): number {
+  if (address.startsWith('0x')) {
+    const hex = address.slice(2);
+    if (hex === hex.toLowerCase() || hex === hex.toUpperCase()) return 0.5;
+    return isEip55Checksummed(address) ? 0.9 : 0;
+  }
+  if (address.startsWith('bc1') || address.startsWith('BC1')) {
+    return isSegwitAddress(address) ? 0.9 : 0;
+  }
+  return isBase58Address(address) ? 0.9 : 0;
+}
+
+// Keccak-256 and double SHA-256 cost microseconds; addresses recur across messages.
+const cachedAddressScore = memoize(addressScore);
+
 /** Recognizer for CRYPTO (Bitcoin and Ethereum addresses). */
 export const cryptoWalletRecognizer: Recognizer = {
   name: 'crypto-wallet',
@@ -168,16 +185,8 @@ export const cryptoWalletRecognizer: Recognizer = {
   requires: HAS_DIGIT,
   find(text, _env, out: Candidate[]) {
     forEachMatch(ADDRESS, text, (m) => {
-      if (m.groups?.eth !== undefined) {
-        const hex = m[0].slice(2);
-        const singleCase = hex === hex.toLowerCase() || hex === hex.toUpperCase();
-        if (singleCase) emit(m, 0.5, out);
-        else if (isEip55Checksummed(m[0])) emit(m, 0.9, out);
-      } else if (m.groups?.segwit !== undefined) {
-        if (isSegwitAddress(m[0])) emit(m, 0.9, out);
-      } else if (isBase58Address(m[0])) {
-        emit(m, 0.9, out);
-      }
+      const score = cachedAddressScore(m[0]);
+      if (score > 0) emit(m, score, out);
     });
   },
 };

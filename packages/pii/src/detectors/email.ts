@@ -8,12 +8,18 @@
  * local part is read backwards from it. The local part is restricted to Latin script so that
  * a value touching CJK text ("邮箱john@example.com") starts where the address does.
  */
-import { type Candidate, contextRule, forEachMatch, type Recognizer } from './recognizer.ts';
+import {
+  type Candidate,
+  contextRule,
+  forEachMatchAt,
+  indexesOf,
+  type Recognizer,
+} from './recognizer.ts';
 
 const LABEL = String.raw`[\p{L}\p{M}\p{N}](?:[\p{L}\p{M}\p{N}\-]{0,61}[\p{L}\p{M}\p{N}])?`;
 const DOMAIN = new RegExp(
   String.raw`@(?:${LABEL}\.)+(?:[A-Za-z]{2,63}|xn--[a-z0-9\-]{1,59})(?![A-Za-z0-9_\-]|\.[\p{L}\p{N}])`,
-  'gu',
+  'uy',
 );
 const LOCAL_CHAR = /[\p{sc=Latin}\p{M}0-9!#$%&*+^_~.-]/u;
 
@@ -33,9 +39,9 @@ function localStart(text: string, at: number): number {
 export const emailRecognizer: Recognizer = {
   name: 'email',
   types: ['EMAIL_ADDRESS'],
-  requires: /@/,
+  requires: '@',
   find(text, _env, out: Candidate[]) {
-    forEachMatch(DOMAIN, text, (m) => {
+    forEachMatchAt(DOMAIN, text, indexesOf(text, ['@']), (m) => {
       const start = localStart(text, m.index);
       if (start === -1) return;
       const end = m.index + m[0].length;

@@ -3,10 +3,17 @@
  * string `alg`; the payload must decode too, and the signature may be empty only for
  * `alg: none`. Score 0.95.
  */
-import { type Candidate, forEachMatch, type Recognizer } from './recognizer.ts';
+import {
+  type Candidate,
+  forEachMatchAt,
+  indexesOf,
+  memoize,
+  type Recognizer,
+} from './recognizer.ts';
 
+// Tried where `eyJ` (`{"` in base64) occurs.
 const JWT =
-  /(?<![A-Za-z0-9_.-])eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])/g;
+  /(?<![A-Za-z0-9_.-])eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])/y;
 
 function decodeJson(part: string): unknown {
   try {
@@ -27,14 +34,16 @@ export function isJwt(token: string): boolean {
   return Buffer.from(payload, 'base64url').length > 0;
 }
 
+// Decoding costs; the same token recurs in every request of a session.
+const cachedIsJwt = memoize(isJwt);
+
 /** Recognizer for JWT. */
 export const jwtRecognizer: Recognizer = {
   name: 'jwt',
   types: ['JWT'],
-  requires: /eyJ/,
   find(text, _env, out: Candidate[]) {
-    forEachMatch(JWT, text, (m) => {
-      if (!isJwt(m[0])) return;
+    forEachMatchAt(JWT, text, indexesOf(text, ['yJ'], 1), (m) => {
+      if (!cachedIsJwt(m[0])) return;
       out.push({
         type: 'JWT',
         start: m.index,

@@ -10,34 +10,72 @@
  * possessive `'s` is dropped. Sentence words (The, This, And, …) never start a name, and a
  * "Dr" that follows a house number and street words ("12 Oak Dr Smith…") is a street. 0.85.
  */
-import { type Candidate, forEachMatch, type Recognizer } from './recognizer.ts';
+import { type Candidate, forEachMatchAt, indexesOf, type Recognizer } from './recognizer.ts';
 
 const NAME = String.raw`\p{Lu}[\p{L}\p{M}'’\-]*[\p{Ll}\p{M}]`;
 const INITIAL = String.raw`\p{Lu}\.`;
 const words = (min: number, max: number) =>
   String.raw`(?<name>${NAME}(?:[ \t]+(?:${NAME}|${INITIAL})){${min},${max}})(?![\p{L}\p{M}\p{N}])`;
 
-// Each pattern runs only when its cue is in the text at all (`name` alone is everywhere in code).
-const PATTERNS: ReadonlyArray<[cue: RegExp, pattern: RegExp]> = [
-  [
-    /Mrs?\b|Ms\b|Mx\b|Dr\b|Prof/,
-    new RegExp(
-      String.raw`(?<![A-Za-z0-9])(?<title>Mrs|Mr|Ms|Mx|Dr|Professor|Prof)\.?[ \t]+${words(0, 2)}`,
-      'gu',
-    ),
-  ],
-  [
-    /(?:[Nn]ame|[Pp]atient|[Cc]ustomer|[Ee]mployee)[ \t]*:/,
-    // Anchored on the colon, the label checked behind it.
-    new RegExp(
-      String.raw`:(?<=(?<![A-Za-z0-9])(?:[Ff]ull[ \t]+[Nn]ame|[Nn]ame|[Pp]atient|[Cc]ustomer|[Ee]mployee)[ \t]*:)[ \t]*${words(1, 3)}`,
-      'gu',
-    ),
-  ],
-  [
-    /[Nn]ame[ \t]+is/,
-    new RegExp(String.raw`(?<![A-Za-z0-9])[Mm]y[ \t]+name[ \t]+is[ \t]+${words(0, 3)}`, 'gu'),
-  ],
+const TITLED = new RegExp(
+  String.raw`(?<![A-Za-z0-9])(?<title>Mrs|Mr|Ms|Mx|Dr|Professor|Prof)\.?[ \t]+${words(0, 2)}`,
+  'uy',
+);
+// Anchored on the colon, the label checked behind it.
+const LABELLED = new RegExp(
+  String.raw`:(?<=(?<![A-Za-z0-9])(?:[Ff]ull[ \t]+[Nn]ame|[Nn]ame|[Pp]atient|[Cc]ustomer|[Ee]mployee)[ \t]*:)[ \t]*${words(1, 3)}`,
+  'uy',
+);
+const MY_NAME = new RegExp(
+  String.raw`(?<![A-Za-z0-9])[Mm]y[ \t]+name[ \t]+is[ \t]+${words(0, 3)}`,
+  'uy',
+);
+
+function isBlank(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return c === 32 || c === 9;
+}
+
+const LABEL_ENDINGS = ['ame', 'atient', 'ustomer', 'mployee'];
+
+/** Every colon with a label's ending (`…ame`, `…atient`, …) and blanks before it. */
+function labelColons(text: string): number[] {
+  const out: number[] = [];
+  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
+    let end = i;
+    while (end > 0 && isBlank(text, end - 1)) end--;
+    for (const ending of LABEL_ENDINGS) {
+      if (text.endsWith(ending, end)) {
+        out.push(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Every `my` followed by blanks and `name`. */
+function myNameStarts(text: string): number[] {
+  const out: number[] = [];
+  for (let i = text.indexOf('name'); i !== -1; i = text.indexOf('name', i + 4)) {
+    let start = i;
+    while (start > 0 && isBlank(text, start - 1)) start--;
+    if (
+      start < i &&
+      text[start - 1] === 'y' &&
+      (text[start - 2] === 'm' || text[start - 2] === 'M')
+    )
+      out.push(start - 2);
+  }
+  return out;
+}
+
+// Each pattern is tried only where it can start (a Unicode regex run over all of the text is
+// slow, and `name` alone is everywhere in code): at a title, a label's colon, "my name is".
+const PATTERNS: ReadonlyArray<[starts: (text: string) => number[], pattern: RegExp]> = [
+  [(text) => indexesOf(text, ['Mr', 'Ms', 'Mx', 'Dr', 'Prof']), TITLED],
+  [labelColons, LABELLED],
+  [myNameStarts, MY_NAME],
 ];
 
 const STOP_WORDS = new Set(
@@ -55,9 +93,8 @@ export const personRecognizer: Recognizer = {
   name: 'person',
   types: ['PERSON'],
   find(text, _env, out: Candidate[]) {
-    for (const [cue, re] of PATTERNS) {
-      if (!cue.test(text)) continue;
-      forEachMatch(re, text, (m) => {
+    for (const [starts, re] of PATTERNS) {
+      forEachMatchAt(re, text, starts(text), (m) => {
         // (A colon-anchored match checked its label's boundary in its lookbehind.)
         if (m[0][0] !== ':' && LETTER_BEFORE.test(text[m.index - 1] ?? '')) return;
         let name = m.groups?.name ?? '';

@@ -31,6 +31,7 @@ import {
   forEachMatch,
   HAS_DIGIT,
   isBounded,
+  memoize,
   type Recognizer,
   type RecognizerEnv,
 } from './recognizer.ts';
@@ -40,7 +41,8 @@ const PAREN = String.raw`\(\d{1,5}\)`;
 const RUN = new RegExp(
   `${ASCII_NOT_AFTER_WORD}(?<![+\\-.\\/:#@%])` +
     String.raw`(?:\+ ?)?(?:${PAREN} ?${GROUP}|${GROUP})(?:(?: - |[ .\/\-]| ?${PAREN} ?)${GROUP})*` +
-    String.raw`(?<ext> ?(?:[xX]|[eE][xX][tT]\.?|extension|#) ?\d{1,6})?` +
+    // Group 1: the extension (numbered, not named: a groups object per match costs).
+    String.raw`( ?(?:[xX]|[eE][xX][tT]\.?|extension|#) ?\d{1,6})?` +
     `${ASCII_NOT_BEFORE_WORD}(?![.\\-\\/:]\\d)`,
   'g',
 );
@@ -152,14 +154,33 @@ interface Shape {
   plus: boolean;
 }
 
+function isDigitCode(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+function digitCount(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) if (isDigitCode(s.charCodeAt(i))) n++;
+  return n;
+}
+
+/** The digit groups of a run and the separators between them (`+1 (555) 010-9999`). */
 function shapeOf(main: string): Shape {
   const plus = main.startsWith('+');
   // A "(0)" after a country code is the trunk prefix: not dialled, not counted.
   const dialled = plus ? main.replace('(0)', '') : main;
-  // split with a capture alternates [prefix, group, sep, group, …, group, suffix].
-  const parts = dialled.split(/(\d+)/);
-  const groups = parts.filter((_, i) => i % 2 === 1);
-  const seps = parts.filter((_, i) => i % 2 === 0).slice(1, -1);
+  const groups: string[] = [];
+  const seps: string[] = [];
+  let i = 0;
+  while (i < dialled.length && !isDigitCode(dialled.charCodeAt(i))) i++;
+  while (i < dialled.length) {
+    const start = i;
+    while (i < dialled.length && isDigitCode(dialled.charCodeAt(i))) i++;
+    groups.push(dialled.slice(start, i));
+    const sep = i;
+    while (i < dialled.length && !isDigitCode(dialled.charCodeAt(i))) i++;
+    if (i < dialled.length) seps.push(dialled.slice(sep, i));
+  }
   return { groups, seps, digits: groups.join(''), plus };
 }
 
@@ -216,6 +237,12 @@ function baseScore(shape: Shape, main: string, region: CountryCode, metadata: Me
  * benchmark compares it with `min`.
  */
 export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
+  // Validation by `region number`, memoised: the same numbers recur across messages.
+  const validated = memoize((key) => {
+    const space = key.indexOf(' ');
+    const main = key.slice(space + 1);
+    return baseScore(shapeOf(main), main, key.slice(0, space) as CountryCode, metadata);
+  });
   return {
     name: 'phone',
     types: ['PHONE_NUMBER'],
@@ -224,8 +251,11 @@ export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
       forEachMatch(RUN, text, (m) => {
         // Most runs are short numbers (years, counts, ids): fewer than 7 characters cannot hold 7 digits.
         if (m[0].length < 7 || !isBounded(text, m.index, m.index + m[0].length)) return;
-        const ext = m.groups?.ext ?? '';
+        const ext = m[1] ?? '';
         const main = m[0].slice(0, m[0].length - ext.length);
+        // Most runs have too few or too many digits: reject them before building a shape.
+        const dialled = digitCount(main) - (main.startsWith('+') && main.includes('(0)') ? 1 : 0);
+        if (dialled < 7 || dialled > 15) return;
         const shape = shapeOf(main);
         if (implausible(shape, main)) return;
         // Parsing costs ~30 µs: the analyzer asks for it only when validity decides whether
@@ -237,7 +267,7 @@ export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
           end: m.index + m[0].length,
           score: shape.plus ? 0.75 : separated ? 0.6 : 0.35,
           floor: shape.plus || separated ? 0.3 : 0.2,
-          refine: () => baseScore(shape, main, env.defaultRegion, metadata),
+          refine: () => validated(`${env.defaultRegion} ${main}`),
           recognizer: 'phone',
           context: CONTEXT,
         });

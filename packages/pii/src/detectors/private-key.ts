@@ -14,7 +14,7 @@ const MAX_BLOCK = 64 * 1024;
 export const privateKeyRecognizer: Recognizer = {
   name: 'private-key',
   types: ['PRIVATE_KEY'],
-  requires: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY/,
+  requires: 'PRIVATE KEY',
   find(text, _env, out: Candidate[]) {
     forEachMatch(BEGIN, text, (m) => {
       const bodyStart = m.index + m[0].length;

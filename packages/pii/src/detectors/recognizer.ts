@@ -57,8 +57,11 @@ export interface Recognizer {
   readonly name: string;
   /** Every type it can emit (a recognizer is skipped when all of them are disabled). */
   readonly types: readonly EntityType[];
-  /** Cheap test run once per text: when it fails, `find` is not called. */
-  readonly requires?: RegExp;
+  /**
+   * Cheap test run once per text (a regex, or a string the text must include): when it fails,
+   * `find` is not called.
+   */
+  readonly requires?: RegExp | string;
   /** Append candidates found in `text` to `out`. */
   find(text: string, env: RecognizerEnv, out: Candidate[]): void;
 }
@@ -159,6 +162,77 @@ export function forEachMatch(re: RegExp, text: string, fn: (match: RegExpExecArr
     if (m[0].length === 0) re.lastIndex++;
     fn(m);
   }
+}
+
+/**
+ * Run a sticky regex (`y` flag) at each of `starts` (ascending), skipping positions before the
+ * end of the previous match: the matches a global scan of the whole text would find, provided
+ * every position where the pattern can match is among `starts`. Cheap when the starts are few
+ * (found with `indexOf` or a cue), where a global regex would try every position of the text.
+ */
+export function forEachMatchAt(
+  re: RegExp,
+  text: string,
+  starts: readonly number[],
+  fn: (match: RegExpExecArray) => void,
+): void {
+  let from = 0;
+  for (const start of starts) {
+    if (start < from) continue;
+    re.lastIndex = start;
+    const m = re.exec(text);
+    if (m === null) continue;
+    from = m.index + Math.max(1, m[0].length);
+    fn(m);
+  }
+}
+
+/**
+ * Every index at which one of `literals` occurs in `text` (overlaps included), ascending, less
+ * `back`: search for a distinctive part of a prefix (`yJ` of `eyJ`, whose `e` is everywhere, so
+ * that `indexOf` skips ahead fast) and get the prefix's start.
+ */
+export function indexesOf(text: string, literals: readonly string[], back = 0): number[] {
+  const out: number[] = [];
+  for (const literal of literals) {
+    for (let i = text.indexOf(literal); i !== -1; i = text.indexOf(literal, i + 1)) {
+      if (i >= back) out.push(i - back);
+    }
+  }
+  if (literals.length > 1 && out.length > 1) out.sort((a, b) => a - b);
+  return out;
+}
+
+/**
+ * Every index at which the global regex `re` matches (overlapping matches included), ascending.
+ * For cues that a plain `indexOf` cannot find (case-insensitive words).
+ */
+export function matchIndexes(re: RegExp, text: string): number[] {
+  const out: number[] = [];
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    out.push(m.index);
+    re.lastIndex = m.index + 1;
+  }
+  return out;
+}
+
+/**
+ * `compute` memoised by its string argument, for costly validation of matched values (a
+ * checksum over SHA-256, a JSON decode): the same values recur across messages. Bounded to
+ * `max` entries, cleared when full.
+ */
+export function memoize<T>(compute: (value: string) => T, max = 10_000): (value: string) => T {
+  const cache = new Map<string, T>();
+  return (value) => {
+    let result = cache.get(value);
+    if (result === undefined && !cache.has(value)) {
+      result = compute(value);
+      if (cache.size >= max) cache.clear();
+      cache.set(value, result);
+    }
+    return result as T;
+  };
 }
 
 /** Luhn (mod 10) check over a string of ASCII digits. */

@@ -5,18 +5,24 @@
  * parsers read it; a URL with a user name and no password is not reported. Score 0.95.
  * The scan is anchored on `://`; the scheme is read backwards from it.
  */
-import { type Candidate, forEachMatch, isWordCharAt, type Recognizer } from './recognizer.ts';
+import {
+  type Candidate,
+  forEachMatchAt,
+  indexesOf,
+  isWordCharAt,
+  type Recognizer,
+} from './recognizer.ts';
 
-const AUTHORITY = /:\/\/([^\s/?#"'<>\\]+)/g;
+const AUTHORITY = /:\/\/([^\s/?#"'<>\\]+)/y;
 const SCHEME_CHAR = /[A-Za-z0-9+.-]/;
 
 /** Recognizer for URL_CREDENTIALS. */
 export const urlCredentialsRecognizer: Recognizer = {
   name: 'url-credentials',
   types: ['URL_CREDENTIALS'],
-  requires: /:\/\/[^\s/]*@/,
+  requires: '@',
   find(text, _env, out: Candidate[]) {
-    forEachMatch(AUTHORITY, text, (m) => {
+    forEachMatchAt(AUTHORITY, text, indexesOf(text, ['://']), (m) => {
       let scheme = m.index;
       while (scheme > 0 && m.index - scheme < 32 && SCHEME_CHAR.test(text[scheme - 1] ?? ''))
         scheme--;
