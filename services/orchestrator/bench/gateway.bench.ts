@@ -95,7 +95,8 @@ async function cpuDuring<T>(
   const value = await run();
   const selfUsed = process.cpuUsage(self);
   const cpu = new Map<string, number>();
-  peers.forEach((p, i) => cpu.set(`${p.service}#${p.pid}`, cpuMs(p.pid) - (before[i] ?? 0)));
+  for (const [i, p] of peers.entries())
+    cpu.set(`${p.service}#${p.pid}`, cpuMs(p.pid) - (before[i] ?? 0));
   cpu.set('load generator', (selfUsed.user + selfUsed.system) / 1000);
   return { value, cpu };
 }

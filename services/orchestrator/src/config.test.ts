@@ -8,7 +8,12 @@ describe('orchestrator config', () => {
     expect(config.backends).toEqual([]);
     expect(config.chain).toEqual({ timeoutMs: 2000, denyAs: 'error', auditBatchMs: 5 });
     expect(config.auth).toEqual({ mode: 'none' });
-    expect(config.limits).toEqual({ maxBodyBytes: 4194304, maxResponseBytes: 1048576 });
+    expect(config.limits).toEqual({
+      maxBodyBytes: 4194304,
+      maxResponseBytes: 1048576,
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+    });
     expect(config.audit).toEqual({ queue: 'fleet-audit', enabled: true });
   });
 

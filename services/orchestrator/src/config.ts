@@ -109,6 +109,14 @@ export const OrchestratorConfigSchema = z
           .int()
           .positive()
           .default(1024 * 1024),
+        /**
+         * Longest time a client may take to send a whole request; a slower one (a slow-loris
+         * body) gets HTTP 408 and its connection closed. Streams the gateway sends are not
+         * limited by it.
+         */
+        requestTimeoutMs: z.number().int().min(100).default(30_000),
+        /** Longest time a client may take to send the request headers. */
+        headersTimeoutMs: z.number().int().min(100).default(10_000),
       })
       .prefault({}),
     security: z

@@ -93,6 +93,8 @@ if (stdio) {
     service: 'orchestrator',
     host: env.HOST || '127.0.0.1',
     port,
+    requestTimeoutMs: config.limits.requestTimeoutMs,
+    headersTimeoutMs: config.limits.headersTimeoutMs,
   });
   log.info({ url: listening.url }, 'orchestrator listening');
   stopListening = () => listening.close();

@@ -1,9 +1,11 @@
 /**
  * The orchestrator as a real process (`main.ts`), with an interceptor service process and a
  * backend: one trace id across all of them, collected by an in-test OTLP receiver, and the
- * backend receiving the same trace context; graceful SIGTERM.
+ * backend receiving the same trace context; graceful SIGTERM; the request deadline that
+ * ends a slow-loris body.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,5 +114,55 @@ describe('orchestrator process', () => {
       readyTimeoutMs: 10_000,
     }).catch((e: unknown) => e);
     expect(String(error)).toContain('chain.timeoutMs');
+  });
+
+  it('answers a dripping slow-loris body with 408 after limits.requestTimeoutMs and keeps serving', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    const configPath = join(dir, 'fleet.yaml');
+    const prefix = `proc-loris-${Date.now()}`;
+    writeFileSync(
+      configPath,
+      `backends:\n  - {id: fx, url: "${backend.url}"}\nregistry: {prefix: ${prefix}}\naudit: {enabled: false}\nlimits: {requestTimeoutMs: 800, headersTimeoutMs: 400}\n`,
+    );
+    const orchestrator = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd: dir,
+      env: { PORT: '0', FLEET_CONFIG: configPath, LOG_LEVEL: 'warn' },
+    });
+    defer(() => orchestrator.stop());
+    const target = new URL(orchestrator.url);
+    const socket = connect(Number(target.port), target.hostname);
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let received = '';
+    let closed = false;
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+    });
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nhost: ${target.host}\r\ncontent-type: application/json\r\n` +
+        'accept: application/json, text/event-stream\r\ncontent-length: 1000\r\n\r\n',
+    );
+    // A byte every 100 ms keeps the socket from ever being idle: only the deadline ends it.
+    const drip = setInterval(() => {
+      if (!socket.destroyed) socket.write(' ');
+    }, 100);
+    try {
+      const client = await connectClient(`${orchestrator.url}/mcp`);
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      const deadline = Date.now() + 10_000;
+      while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      clearInterval(drip);
+    }
+    expect(closed).toBe(true);
+    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    const after = await connectClient(`${orchestrator.url}/mcp`);
+    expect((await after.listTools()).tools.length).toBeGreaterThan(0);
   });
 });
