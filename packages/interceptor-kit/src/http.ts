@@ -12,7 +12,12 @@
 import { isUtf8 } from 'node:buffer';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { InterceptorMethod, JsonRpcCode, toProtocolError } from '@fleet/core';
+import {
+  HTTP_ERROR_CODES,
+  type HttpErrorCode,
+  InterceptorMethod,
+  toProtocolError,
+} from '@fleet/core';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   isJSONRPCErrorResponse,
@@ -62,6 +67,17 @@ function sendJson(
     ...headers,
   });
   res.end(text);
+}
+
+/** An error answer: the HTTP status and JSON-RPC code of `kind` from core's one table. */
+function sendError(
+  res: ServerResponse,
+  kind: HttpErrorCode,
+  message: string,
+  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
+): void {
+  const { http, jsonrpc } = HTTP_ERROR_CODES[kind];
+  sendJson(res, http, errorEnvelope(options.id, jsonrpc, message, options.data), options.headers);
 }
 
 /** A JSON-RPC error envelope; `id` is left out when unknown (never null). */
@@ -155,24 +171,14 @@ export function createInterceptorHttpApp(
       await server.connect(transport);
       await transport.handleRequest(req, res, body);
     } catch {
-      if (!res.headersSent)
-        sendJson(res, 500, errorEnvelope(undefined, JsonRpcCode.INTERNAL_ERROR, 'Internal error'));
+      if (!res.headersSent) sendError(res, 'INTERNAL', 'Internal error');
     }
   };
 
   const unauthorized = (res: ServerResponse) =>
-    sendJson(
-      res,
-      401,
-      errorEnvelope(
-        undefined,
-        JsonRpcCode.INVALID_REQUEST,
-        'Unauthorized: a valid bearer token is required',
-      ),
-      {
-        'www-authenticate': 'Bearer',
-      },
-    );
+    sendError(res, 'UNAUTHORIZED', 'Unauthorized: a valid bearer token is required', {
+      headers: { 'www-authenticate': 'Bearer' },
+    });
 
   app.all(MCP_PATH, (req, res) => {
     if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
@@ -183,93 +189,55 @@ export function createInterceptorHttpApp(
     if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
     const contentType = req.headers['content-type'] ?? '';
     if (!contentType.includes('application/json')) {
-      return sendJson(
+      return sendError(
         res,
-        415,
-        errorEnvelope(
-          undefined,
-          JsonRpcCode.INVALID_REQUEST,
-          'Unsupported Media Type: Content-Type must be application/json',
-        ),
+        'UNSUPPORTED_MEDIA_TYPE',
+        'Unsupported Media Type: Content-Type must be application/json',
       );
     }
     if (!acceptsJson(req.headers.accept)) {
-      return sendJson(
+      return sendError(
         res,
-        406,
-        errorEnvelope(
-          undefined,
-          JsonRpcCode.INVALID_REQUEST,
-          'Not Acceptable: Accept must include application/json',
-        ),
+        'NOT_ACCEPTABLE',
+        'Not Acceptable: Accept must include application/json',
       );
     }
     const version = req.headers['mcp-protocol-version'];
     if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      return sendJson(
-        res,
-        400,
-        errorEnvelope(
-          undefined,
-          JsonRpcCode.INVALID_REQUEST,
-          `Unsupported protocol version: ${version}`,
-          { supported: SUPPORTED_PROTOCOL_VERSIONS },
-        ),
-      );
+      return sendError(res, 'UNSUPPORTED_PROTOCOL_VERSION', 'Unsupported protocol version', {
+        data: { supported: SUPPORTED_PROTOCOL_VERSIONS, requested: version },
+      });
     }
     let raw: Buffer;
     try {
       raw = await readBody(req, maxBodyBytes);
     } catch (error) {
       if (error instanceof BodyTooLarge) {
-        return sendJson(
-          res,
-          413,
-          errorEnvelope(
-            undefined,
-            JsonRpcCode.INVALID_REQUEST,
-            `Request body exceeds ${maxBodyBytes} bytes`,
-            { maxBodyBytes },
-          ),
-          { connection: 'close' },
-        );
+        return sendError(res, 'PAYLOAD_TOO_LARGE', `Request body exceeds ${maxBodyBytes} bytes`, {
+          data: { maxBodyBytes },
+          headers: { connection: 'close' },
+        });
       }
       return;
     }
     if (!isUtf8(raw)) {
       // JSON text must be UTF-8 (RFC 8259); decoding would quietly substitute U+FFFD.
-      return sendJson(
-        res,
-        400,
-        errorEnvelope(undefined, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid UTF-8'),
-      );
+      return sendError(res, 'PARSE_ERROR', 'Parse error: body is not valid UTF-8');
     }
     let message: unknown;
     try {
       message = JSON.parse(raw.toString('utf8'));
     } catch {
-      return sendJson(
-        res,
-        400,
-        errorEnvelope(undefined, JsonRpcCode.PARSE_ERROR, 'Parse error: body is not valid JSON'),
-      );
+      return sendError(res, 'PARSE_ERROR', 'Parse error: body is not valid JSON');
     }
     if (Array.isArray(message)) {
-      return sendJson(
-        res,
-        400,
-        errorEnvelope(undefined, JsonRpcCode.INVALID_REQUEST, 'JSON-RPC batches are not supported'),
-      );
+      return sendError(res, 'INVALID_REQUEST', 'JSON-RPC batches are not supported');
     }
     if (typeof message !== 'object' || message === null) {
-      return sendJson(
+      return sendError(
         res,
-        400,
-        errorEnvelope(
-          undefined,
-          JsonRpcCode.INVALID_REQUEST,
-          'Invalid Request: expected a JSON-RPC message object',
-        ),
+        'INVALID_REQUEST',
+        'Invalid Request: expected a JSON-RPC message object',
       );
     }
     const { jsonrpc, id, method, params } = message as Record<string, unknown>;
@@ -282,26 +250,20 @@ export function createInterceptorHttpApp(
         isJSONRPCResultResponse(message) ||
         isJSONRPCErrorResponse(message);
       if (!wellFormed)
-        return sendJson(
+        return sendError(
           res,
-          400,
-          errorEnvelope(
-            isId(id) ? id : undefined,
-            JsonRpcCode.INVALID_REQUEST,
-            'Invalid Request: not a well-formed JSON-RPC 2.0 message',
-          ),
+          'INVALID_REQUEST',
+          'Invalid Request: not a well-formed JSON-RPC 2.0 message',
+          { id },
         );
       return sdkHandle(req, res, message);
     }
     if (jsonrpc !== '2.0' || !isId(id)) {
-      return sendJson(
+      return sendError(
         res,
-        400,
-        errorEnvelope(
-          isId(id) ? id : undefined,
-          JsonRpcCode.INVALID_REQUEST,
-          'Invalid Request: "jsonrpc" must be "2.0" and "id" a string or number',
-        ),
+        'INVALID_REQUEST',
+        'Invalid Request: "jsonrpc" must be "2.0" and "id" a string or number',
+        { id },
       );
     }
     const controller = new AbortController();

@@ -290,7 +290,7 @@ describe('lean path with hostile HTTP input', () => {
       list,
       { 'mcp-protocol-version': '1999-01-01' },
       400,
-      -32600,
+      -32022,
     ],
     [
       'an oversized body',
