@@ -95,6 +95,50 @@ describe('runChain (in process)', () => {
     expect(audit[0]).toMatchObject({ interceptor: 'observer', mode: 'audit', outcome: 'allowed' });
   });
 
+  it('marks audit-mode invocations batchable and active ones not, and defers audit starts', async () => {
+    const seen: Array<[string, boolean | undefined]> = [];
+    const invoker: Invoker = {
+      invoke: async (params, options) => {
+        seen.push([params.name, options.batchable]);
+        return { interceptor: params.name, type: 'validation', phase: params.phase, valid: true };
+      },
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'gate',
+          type: 'validation',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+        parseInterceptorInfo({
+          name: 'observer',
+          type: 'validation',
+          mode: 'audit',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const deferred: Array<() => void> = [];
+    const audit: InvocationOutcome[] = [];
+    const result = await runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload: { name: 'echo' } },
+      { deferAudit: (start) => deferred.push(start), onAuditOutcome: (o) => audit.push(o) },
+    );
+    expect(result.status).toBe('success');
+    // The chain finished without starting the audit invocation: it waits for its batch.
+    expect(seen).toEqual([['gate', undefined]]);
+    expect(deferred).toHaveLength(1);
+    for (const start of deferred) start();
+    await waitForAudit(audit, 1);
+    expect(seen).toEqual([
+      ['gate', undefined],
+      ['observer', true],
+    ]);
+  });
+
   it('treats a mutated payload the method validator rejects as that mutator failing', async () => {
     const invoker: Invoker = {
       invoke: async (params) => ({

@@ -26,6 +26,11 @@ import { parseInvokeResult } from './wire.ts';
 export interface InvokeOptions {
   /** Aborted when the invocation's time budget runs out or its caller gives up. */
   signal: AbortSignal;
+  /**
+   * Nobody waits on this answer (an audit-mode invocation): the invoker may send it
+   * together with others to the same service.
+   */
+  batchable?: boolean;
 }
 
 /**
@@ -307,7 +312,10 @@ export async function runChain(
       if (options.signal?.aborted && !audit)
         return { outcome: fail('cancelled'), chainTimeout: false };
       const raw = await Promise.race([
-        interceptor.invoker.invoke(params, { signal: controller.signal }),
+        interceptor.invoker.invoke(
+          params,
+          audit ? { signal: controller.signal, batchable: true } : { signal: controller.signal },
+        ),
         timeout,
       ]);
       if (raw === TIMEOUT) {

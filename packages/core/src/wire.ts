@@ -15,7 +15,20 @@ export const INTERCEPTORS_EXTENSION = 'io.modelcontextprotocol/interceptors';
 export const InterceptorMethod = {
   LIST: 'interceptors/list',
   INVOKE: 'interceptor/invoke',
+  /**
+   * A fleet extension, offered by services that declare {@link INVOKE_BATCH_CAPABILITY}:
+   * `{invocations: InvokeParams[]}` → `{results: Array<{result} | {error}>}` in the same
+   * order, each invocation run as if sent alone. The gateway uses it only for audit-mode
+   * invocations, whose answers nobody waits on, to wake an observer once per batch.
+   */
+  INVOKE_BATCH: 'fleet/interceptor/invokeBatch',
 } as const;
+
+/** Key under `capabilities.experimental` of a service that takes `fleet/interceptor/invokeBatch`; its value is `{maxItems}`. */
+export const INVOKE_BATCH_CAPABILITY = 'io.fleet/invokeBatch';
+
+/** Most invocations in one batch a kit service accepts. */
+export const MAX_INVOKE_BATCH = 256;
 
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;

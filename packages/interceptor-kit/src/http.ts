@@ -27,6 +27,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import express, { type Express } from 'express';
+import { runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
 import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
 import { withServerSpan } from './trace.ts';
@@ -185,6 +186,43 @@ export function createInterceptorHttpApp(
     void sdkHandle(req, res);
   });
 
+  /**
+   * One `interceptor/invoke` inside a SERVER span that continues the caller's trace: from the
+   * HTTP `traceparent` when the request has one, else from the invocation's `_meta` (how each
+   * invocation of a batch carries its own).
+   */
+  const tracedInvoke = (
+    params: unknown,
+    headers: IncomingMessage['headers'] | undefined,
+    signal: AbortSignal,
+  ): Promise<unknown> => {
+    const p = params as
+      | { name?: unknown; event?: unknown; phase?: unknown; _meta?: { traceparent?: unknown } }
+      | undefined;
+    const header = headers?.traceparent;
+    const carrier = {
+      traceparent:
+        typeof header === 'string'
+          ? header
+          : typeof p?._meta?.traceparent === 'string'
+            ? p._meta.traceparent
+            : undefined,
+      tracestate: typeof headers?.tracestate === 'string' ? headers.tracestate : undefined,
+    };
+    const name = typeof p?.name === 'string' ? p.name : 'unknown';
+    return withServerSpan(
+      `interceptor/invoke ${name}`,
+      carrier,
+      {
+        'mcp.method.name': InterceptorMethod.INVOKE,
+        'fleet.interceptor.name': name,
+        'fleet.event': String(p?.event),
+        'fleet.phase': String(p?.phase),
+      },
+      () => host.invoke(params, { signal }),
+    );
+  };
+
   const handlePost = async (req: IncomingMessage, res: ServerResponse) => {
     if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
     const contentType = req.headers['content-type'] ?? '';
@@ -241,7 +279,10 @@ export function createInterceptorHttpApp(
       );
     }
     const { jsonrpc, id, method, params } = message as Record<string, unknown>;
-    const lean = method === InterceptorMethod.INVOKE || method === InterceptorMethod.LIST;
+    const lean =
+      method === InterceptorMethod.INVOKE ||
+      method === InterceptorMethod.LIST ||
+      method === InterceptorMethod.INVOKE_BATCH;
     if (!lean || id === undefined) {
       // The SDK answers a malformed message with `"id": null`; refuse it here instead.
       const wellFormed =
@@ -273,34 +314,11 @@ export function createInterceptorHttpApp(
     try {
       let result: unknown;
       if (method === InterceptorMethod.LIST) result = host.list(params);
-      else {
-        const p = params as
-          | { name?: unknown; event?: unknown; phase?: unknown; _meta?: { traceparent?: unknown } }
-          | undefined;
-        const header = req.headers.traceparent;
-        const carrier = {
-          traceparent:
-            typeof header === 'string'
-              ? header
-              : typeof p?._meta?.traceparent === 'string'
-                ? p._meta.traceparent
-                : undefined,
-          tracestate:
-            typeof req.headers.tracestate === 'string' ? req.headers.tracestate : undefined,
-        };
-        const name = typeof p?.name === 'string' ? p.name : 'unknown';
-        result = await withServerSpan(
-          `interceptor/invoke ${name}`,
-          carrier,
-          {
-            'mcp.method.name': InterceptorMethod.INVOKE,
-            'fleet.interceptor.name': name,
-            'fleet.event': String(p?.event),
-            'fleet.phase': String(p?.phase),
-          },
-          () => host.invoke(params, { signal: controller.signal }),
+      else if (method === InterceptorMethod.INVOKE_BATCH)
+        result = await runInvokeBatch(params, (invocation) =>
+          tracedInvoke(invocation, undefined, controller.signal),
         );
-      }
+      else result = await tracedInvoke(params, req.headers, controller.signal);
       if (!res.writableEnded) sendJson(res, 200, { jsonrpc: '2.0', id, result });
     } catch (error) {
       const protocolError = toProtocolError(error);

@@ -2,9 +2,16 @@
  * The interceptor host as a stock MCP SDK `Server`: used for stdio and for every HTTP
  * message the lean path does not take (initialize, ping, notifications).
  */
-import { INTERCEPTORS_EXTENSION, InterceptorMethod, interceptorCapability } from '@fleet/core';
+import {
+  INTERCEPTORS_EXTENSION,
+  INVOKE_BATCH_CAPABILITY,
+  InterceptorMethod,
+  interceptorCapability,
+  MAX_INVOKE_BATCH,
+} from '@fleet/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { z } from 'zod';
+import { runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
 
 /** Name and version the server reports in `initialize`. */
@@ -24,12 +31,20 @@ const InvokeRequestSchema = z.object({
   params: z.unknown(),
 });
 
+const InvokeBatchRequestSchema = z.object({
+  method: z.literal(InterceptorMethod.INVOKE_BATCH),
+  params: z.unknown(),
+});
+
 /** The `capabilities` an interceptor server declares (current and legacy keys). */
 export function interceptorServerCapabilities(host: InterceptorHost) {
   const capability = interceptorCapability(host.supportedEvents());
   return {
     extensions: { [INTERCEPTORS_EXTENSION]: capability },
-    experimental: { [INTERCEPTORS_EXTENSION]: capability },
+    experimental: {
+      [INTERCEPTORS_EXTENSION]: capability,
+      [INVOKE_BATCH_CAPABILITY]: { maxItems: MAX_INVOKE_BATCH },
+    },
   };
 }
 
@@ -51,5 +66,10 @@ export function createInterceptorMcpServer(
   server.setRequestHandler(InvokeRequestSchema, async (request, extra) => ({
     ...(await host.invoke(request.params, { signal: extra.signal })),
   }));
+  server.setRequestHandler(InvokeBatchRequestSchema, async (request, extra) =>
+    runInvokeBatch(request.params, (invocation) =>
+      host.invoke(invocation, { signal: extra.signal }),
+    ),
+  );
   return server;
 }

@@ -8,6 +8,7 @@
 import {
   FleetError,
   INTERCEPTORS_EXTENSION,
+  INVOKE_BATCH_CAPABILITY,
   type InterceptorInfo,
   InterceptorMethod,
   type InvokeOptions,
@@ -22,6 +23,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Pool } from 'undici';
+import { parseInvokeBatchResult } from './batch.ts';
 import { parseSseEvents } from './sse.ts';
 import { activeTraceIds, outgoingTraceHeaders } from './trace.ts';
 
@@ -48,6 +50,8 @@ export interface Handshake {
   capabilities: Record<string, unknown>;
   /** True when the server declares the interceptors extension. */
   interceptorsCapability: boolean;
+  /** Most invocations the server takes in one `fleet/interceptor/invokeBatch` (0: none). */
+  invokeBatchLimit: number;
   sessionId: string | undefined;
 }
 
@@ -267,14 +271,84 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       const group = capabilities[key];
       return typeof group === 'object' && group !== null && INTERCEPTORS_EXTENSION in group;
     };
+    const batch = (capabilities.experimental as Record<string, unknown> | undefined)?.[
+      INVOKE_BATCH_CAPABILITY
+    ] as { maxItems?: unknown } | undefined;
+    const maxItems = batch?.maxItems;
     return {
       protocolVersion: result.protocolVersion,
       serverInfo: result.serverInfo,
       capabilities,
       interceptorsCapability: declared('extensions') || declared('experimental'),
+      invokeBatchLimit:
+        typeof maxItems === 'number' && Number.isInteger(maxItems) && maxItems > 1 ? maxItems : 0,
       sessionId: session.id,
     };
   };
+
+  /**
+   * Batchable invocations started in the same turn of the event loop go out as one
+   * `fleet/interceptor/invokeBatch` (each keeps its own trace context in `_meta`), so a
+   * burst of audit-mode invocations wakes the service once.
+   */
+  const batcher = (() => {
+    interface Pending {
+      body: InvokeParams;
+      signal: AbortSignal;
+      resolve(value: unknown): void;
+      reject(error: unknown): void;
+    }
+    let queue: Pending[] = [];
+    let scheduled = false;
+    const send = async (batch: Pending[]) => {
+      const live = batch.filter((p) => {
+        if (!p.signal.aborted) return true;
+        p.reject(p.signal.reason);
+        return false;
+      });
+      const only = live[0];
+      if (live.length === 1 && only) {
+        request(InterceptorMethod.INVOKE, only.body, only.signal).then(only.resolve, only.reject);
+        return;
+      }
+      if (live.length === 0) return;
+      const budgetMs = Math.max(...live.map((p) => p.body.timeoutMs ?? requestTimeoutMs));
+      try {
+        const raw = await request(
+          InterceptorMethod.INVOKE_BATCH,
+          { invocations: live.map((p) => p.body) },
+          AbortSignal.timeout(budgetMs),
+        );
+        const answers = parseInvokeBatchResult(raw, live.length, options.url);
+        live.forEach((p, i) => {
+          const answer = answers[i];
+          if (answer && 'result' in answer) p.resolve(answer.result);
+          else p.reject(answer?.error);
+        });
+      } catch (error) {
+        for (const p of live) p.reject(error);
+      }
+    };
+    const flush = () => {
+      scheduled = false;
+      const all = queue;
+      queue = [];
+      return all;
+    };
+    return {
+      add(body: InvokeParams, signal: AbortSignal, limit: number): Promise<unknown> {
+        return new Promise((resolve, reject) => {
+          queue.push({ body, signal, resolve, reject });
+          if (scheduled) return;
+          scheduled = true;
+          setImmediate(() => {
+            const all = flush();
+            for (let i = 0; i < all.length; i += limit) void send(all.slice(i, i + limit));
+          });
+        });
+      },
+    };
+  })();
 
   const connect = (): Promise<Handshake> => {
     handshake ??= doConnect().catch((error: unknown) => {
@@ -294,8 +368,8 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       return parseListResult(raw);
     },
 
-    async invoke(params: InvokeParams, { signal }: InvokeOptions) {
-      await connect();
+    async invoke(params: InvokeParams, { signal, batchable }: InvokeOptions) {
+      const { invokeBatchLimit } = await connect();
       const ids = activeTraceIds();
       const context = {
         timestamp: new Date().toISOString(),
@@ -307,6 +381,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         ? { ...params._meta, traceparent: trace.traceparent }
         : params._meta;
       const body: InvokeParams = { ...params, context, ...(meta ? { _meta: meta } : {}) };
+      if (batchable && invokeBatchLimit > 1) return batcher.add(body, signal, invokeBatchLimit);
       return request(InterceptorMethod.INVOKE, body, signal, trace);
     },
 

@@ -1,0 +1,194 @@
+/**
+ * `fleet/interceptor/invokeBatch`: a kit service declares it and answers each invocation of a
+ * batch as if it had come alone (in order, errors per item); a RemoteService sends the
+ * batchable invocations of one event-loop turn as one batch, the others one by one, and
+ * falls back to single invocations against a server that does not declare the capability.
+ */
+import { request as httpRequest, type IncomingMessage, type RequestListener } from 'node:http';
+import { InterceptorMethod, type InvokeParams, MAX_INVOKE_BATCH, ProtocolError } from '@fleet/core';
+import { describe, expect, it } from 'vitest';
+import {
+  allow,
+  createInterceptorHost,
+  createInterceptorHttpApp,
+  createRemoteService,
+  defineValidator,
+  deny,
+  listen,
+} from '../src/index.ts';
+import { defer } from './helpers.ts';
+
+const params = (name: string, text = 'hi'): InvokeParams => ({
+  name,
+  event: 'tools/call',
+  phase: 'request',
+  payload: { name: 'echo', arguments: { text } },
+  context: { timestamp: new Date().toISOString() },
+});
+
+/** A kit service with one audit-mode validator; `posts()` counts the HTTP POSTs it got. */
+async function countingService() {
+  const host = createInterceptorHost([
+    defineValidator({
+      name: 'observer',
+      mode: 'audit',
+      hooks: [{ events: ['*'], phase: 'request' }],
+      handler: (payload) =>
+        (payload as { arguments?: { text?: string } }).arguments?.text === 'bad'
+          ? deny('bad text')
+          : allow(),
+    }),
+  ]);
+  const { listener } = createInterceptorHttpApp(host, { name: 'batch-test' });
+  const listening = await listen(listener, { service: 'batch-test', announce: false });
+  defer(() => listening.close(100));
+  let posts = 0;
+  listening.server.on('request', (req: IncomingMessage) => {
+    if (req.method === 'POST') posts++;
+  });
+  return { url: `${listening.url}/mcp`, posts: () => posts };
+}
+
+/**
+ * An interceptor server from elsewhere: plain MCP over HTTP (JSON answers), the interceptors
+ * extension but no batch capability; it counts the `interceptor/invoke` requests it answers.
+ */
+async function foreignService() {
+  const methods: string[] = [];
+  const listener: RequestListener = (req, res) => {
+    let text = '';
+    req.on('data', (c) => {
+      text += c;
+    });
+    req.on('end', () => {
+      const message = JSON.parse(text) as { id?: number; method: string };
+      methods.push(message.method);
+      if (message.id === undefined) {
+        res.writeHead(202).end();
+        return;
+      }
+      const result =
+        message.method === 'initialize'
+          ? {
+              protocolVersion: '2025-11-25',
+              serverInfo: { name: 'foreign', version: '1' },
+              capabilities: { experimental: { 'io.modelcontextprotocol/interceptors': {} } },
+            }
+          : { valid: true };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+    });
+  };
+  const listening = await listen(listener, { service: 'foreign', announce: false });
+  defer(() => listening.close(100));
+  return { url: `${listening.url}/mcp`, methods };
+}
+
+function postJson(url: string, body: unknown): Promise<{ status: number; json: unknown }> {
+  return new Promise((resolve, reject) => {
+    const text = JSON.stringify(body);
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => {
+          data += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(data) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+describe('fleet/interceptor/invokeBatch', () => {
+  it('is declared in initialize and answers each invocation in order, errors per item', async () => {
+    const { url } = await countingService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    const handshake = await service.connect();
+    expect(handshake.invokeBatchLimit).toBe(MAX_INVOKE_BATCH);
+
+    const reply = await postJson(url, {
+      jsonrpc: '2.0',
+      id: 7,
+      method: InterceptorMethod.INVOKE_BATCH,
+      params: {
+        invocations: [params('observer'), params('missing'), params('observer', 'bad')],
+      },
+    });
+    expect(reply.status).toBe(200);
+    const { results } = (reply.json as { result: { results: unknown[] } }).result;
+    expect(results).toHaveLength(3);
+    expect(results[0]).toMatchObject({ result: { valid: true } });
+    expect(results[1]).toMatchObject({ error: { code: -32602 } });
+    expect(results[2]).toMatchObject({ result: { valid: false } });
+  });
+
+  it('refuses a batch that is not a non-empty array or is too long, naming "invocations"', async () => {
+    const { url } = await countingService();
+    for (const invocations of [undefined, [], 'x', Array(MAX_INVOKE_BATCH + 1).fill({})]) {
+      const reply = await postJson(url, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: InterceptorMethod.INVOKE_BATCH,
+        params: { invocations },
+      });
+      const error = (reply.json as { error: { code: number; message: string } }).error;
+      expect(error.code).toBe(-32602);
+      expect(error.message).toContain('"invocations"');
+    }
+  });
+
+  it('sends the batchable invocations of one turn as one request, the others alone', async () => {
+    const { url, posts } = await countingService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    await service.connect();
+    const before = posts();
+    const signal = AbortSignal.timeout(5_000);
+    const results = await Promise.all([
+      service.invoke(params('observer', 'a'), { signal, batchable: true }),
+      service.invoke(params('observer', 'bad'), { signal, batchable: true }),
+      service.invoke(params('observer', 'c'), { signal, batchable: true }),
+      service.invoke(params('observer', 'd'), { signal }),
+      service.invoke(params('missing'), { signal, batchable: true }).catch((e: unknown) => e),
+    ]);
+    // The four batchable ones in one POST, the fifth alone.
+    expect(posts() - before).toBe(2);
+    expect(results[0]).toMatchObject({ valid: true });
+    expect(results[1]).toMatchObject({ valid: false });
+    expect(results[2]).toMatchObject({ valid: true });
+    expect(results[3]).toMatchObject({ valid: true });
+    expect(results[4]).toBeInstanceOf(ProtocolError);
+    expect((results[4] as ProtocolError).code).toBe(-32602);
+  });
+
+  it('invokes one by one a server that does not declare the capability', async () => {
+    const { url, methods } = await foreignService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    expect((await service.connect()).invokeBatchLimit).toBe(0);
+    methods.length = 0;
+    const signal = AbortSignal.timeout(5_000);
+    const results = await Promise.all(
+      ['a', 'b', 'c'].map((t) =>
+        service.invoke(params('observer', t), { signal, batchable: true }),
+      ),
+    );
+    expect(methods).toEqual([
+      InterceptorMethod.INVOKE,
+      InterceptorMethod.INVOKE,
+      InterceptorMethod.INVOKE,
+    ]);
+    for (const r of results) expect(r).toMatchObject({ valid: true });
+  });
+});
