@@ -7,6 +7,7 @@
  * - `pii-guard` (validation): refuses `tools/call` arguments that carry blocked entity types
  *   (secrets and private keys by default), naming the type and the JSON path, never the value.
  */
+import { JsonRpcCode, ProtocolError } from '@fleet/core';
 import {
   allow,
   defineMutator,
@@ -20,6 +21,7 @@ import {
   collectTokens,
   type EntityCounts,
   type PiiEngine,
+  PiiLimitError,
   restoreTokensInValue,
   type TokenPair,
 } from '@fleet/pii';
@@ -58,6 +60,33 @@ function nonZero(counts: EntityCounts): Record<string, number> {
   >;
 }
 
+/**
+ * A payload over the engine's depth or size limits is the caller's input at fault: -32602
+ * naming the limit and the JSON path where it was crossed (never the value), not a failure
+ * of the interceptor.
+ */
+function refuseOverLimit<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  const refuse = (error: unknown): never => {
+    if (error instanceof PiiLimitError) {
+      throw new ProtocolError(JsonRpcCode.INVALID_PARAMS, `Invalid params: ${error.message}`, {
+        reason: 'limit_exceeded',
+        limit: error.limit,
+        max: error.max,
+        path: error.path,
+      });
+    }
+    throw error;
+  };
+  return (...args) => {
+    try {
+      const result = fn(...args);
+      return (result instanceof Promise ? result.catch(refuse) : result) as R;
+    } catch (error) {
+      return refuse(error);
+    }
+  };
+}
+
 /** Build `pii-redactor` and `pii-guard`. */
 export function createPiiInterceptors(deps: PiiInterceptorDeps): Interceptor[] {
   const redactor = defineMutator({
@@ -70,7 +99,7 @@ export function createPiiInterceptors(deps: PiiInterceptorDeps): Interceptor[] {
       { events: ['tools/call', 'prompts/get', 'resources/read'], phase: 'response' },
     ],
     priorityHint: { request: -1000, response: 1000 },
-    handler: async (payload, ctx) => {
+    handler: refuseOverLimit(async (payload: unknown, ctx: HandlerContext) => {
       const engine = deps.engine();
       const scope = scopeOf(ctx);
       const pairs: TokenPair[] = [];
@@ -107,7 +136,7 @@ export function createPiiInterceptors(deps: PiiInterceptorDeps): Interceptor[] {
         await deps.vault.store(new Map(pairs.map((p) => [p.token, p.original])), scope);
       const info = { counts: nonZero(transformed.counts) };
       return transformed.changed ? modified(transformed.value, info) : unchanged(info);
-    },
+    }),
   });
 
   const guard = defineValidator({
@@ -116,7 +145,7 @@ export function createPiiInterceptors(deps: PiiInterceptorDeps): Interceptor[] {
     description:
       'Refuses tool arguments that carry blocked entity types (secrets and private keys by default)',
     hooks: [{ events: ['tools/call'], phase: 'request' }],
-    handler: (payload, ctx) => {
+    handler: refuseOverLimit((payload: unknown, ctx: HandlerContext) => {
       const result = deps.engine().guard(ctx.event, payload);
       if (result.allowed) return allow();
       const first = result.violations[0];
@@ -135,7 +164,7 @@ export function createPiiInterceptors(deps: PiiInterceptorDeps): Interceptor[] {
           ...(first ? { first: first.type } : {}),
         },
       };
-    },
+    }),
   });
   return [redactor, guard];
 }

@@ -218,8 +218,11 @@ describe('pii-redactor', () => {
     });
     const answer = (await res.json()) as { id: number; error?: { code: number; data?: unknown } };
     expect(answer.id).toBe(7);
-    expect(answer.error?.code).toBe(-32603);
+    // The caller's input is at fault: invalid params, naming the limit and where it was crossed.
+    expect(answer.error?.code).toBe(-32602);
+    expect(answer.error?.data).toMatchObject({ reason: 'limit_exceeded' });
     expect(JSON.stringify(answer.error?.data)).toMatch(/depth/i);
+    expect(JSON.stringify(answer.error?.data)).toContain('structuredContent');
     const c = await client();
     expect(
       (
