@@ -14,6 +14,9 @@ import { CUSTOMERS } from '../demo/backend.ts';
 import { CliError } from '../errors.ts';
 import { type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
 
+/** The SDK client prefixes error messages with "MCP error <code>: "; the demo shows the code itself. */
+const withoutSdkPrefix = (message: string) => message.replace(/^MCP error -?\d+: /, '');
+
 interface AuditRecord {
   phase: string;
   decision: string;
@@ -111,7 +114,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
             subject: 'Your invoice',
           });
           out(
-            `   The backend says:          ${sent.error ? `error ${sent.error.message}` : textOf(sent.result)}`,
+            `   The backend says:          ${sent.error ? `error ${withoutSdkPrefix(sent.error.message)}` : textOf(sent.result)}`,
           );
           out('   (pii-redactor restored the real address on the way in, for this client only)');
         } else out('   (no e-mail token in the answer: is PII_CONFIG tokenizing EMAIL_ADDRESS?)');
@@ -120,7 +123,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         const denied = await call('delete_record', 'delete_record', { id: '42' });
         if (denied.error) {
           out(
-            `   delete_record(id: "42") → JSON-RPC error ${denied.error.code}: ${denied.error.message.replace(/^MCP error -?\d+: /, '')}`,
+            `   delete_record(id: "42") → JSON-RPC error ${denied.error.code}: ${withoutSdkPrefix(denied.error.message)}`,
           );
         } else out(`   delete_record was allowed: ${textOf(denied.result)}`);
 
@@ -130,7 +133,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
           apiKey: `AKIA${'IOSFODNN7EXAMPLE'}`,
         });
         out(
-          `   get_weather(city, apiKey: AKIA…) → ${secret.error ? `error ${secret.error.code}: ${secret.error.message}` : textOf(secret.result)}`,
+          `   get_weather(city, apiKey: AKIA…) → ${secret.error ? `JSON-RPC error ${secret.error.code}: ${withoutSdkPrefix(secret.error.message)}` : textOf(secret.result)}`,
         );
 
         out('\n5. The audit trail');
