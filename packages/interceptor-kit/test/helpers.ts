@@ -1,5 +1,4 @@
 /** Test helpers: real servers on 127.0.0.1:0, always cleaned up. */
-import { afterEach } from 'vitest';
 import {
   createInterceptorHost,
   createInterceptorHttpApp,
@@ -8,20 +7,9 @@ import {
   type InterceptorHttpOptions,
   listen,
 } from '../src/index.ts';
+import { defer } from '../src/testing.ts';
 
-const cleanups: Array<() => Promise<void>> = [];
-
-/** Register a cleanup that runs after the current test. */
-export function defer(cleanup: () => Promise<void>): void {
-  cleanups.push(cleanup);
-}
-
-afterEach(async () => {
-  while (cleanups.length > 0)
-    await cleanups
-      .pop()?.()
-      .catch(() => undefined);
-});
+export { defer };
 
 /** Serve `interceptors` over HTTP on a free loopback port; returns the `/mcp` URL. */
 export async function serveInterceptors(

@@ -17,6 +17,7 @@ import {
   defineValidator,
   listen,
 } from '../src/index.ts';
+import { startSlowLoris } from '../src/testing.ts';
 import { defer } from './helpers.ts';
 
 interface Reply {
@@ -287,35 +288,11 @@ describe('kit service under hostile input', () => {
       listening.server.closeAllConnections();
       await listening.close(0);
     });
-    const target = new URL(listening.url);
-    const socket = connect(Number(target.port), target.hostname);
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    let received = '';
-    let closed = false;
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-    });
-    socket.on('close', () => {
-      closed = true;
-    });
-    socket.on('error', () => undefined);
-    socket.write(
-      `POST /mcp HTTP/1.1\r\nhost: ${target.host}\r\ncontent-type: application/json\r\n` +
-        'content-length: 1000\r\n\r\n',
-    );
-    // One byte every 100 ms never lets the socket go idle, so only the request deadline helps.
-    const drip = setInterval(() => {
-      if (!socket.destroyed) socket.write(' ');
-    }, 100);
-    try {
-      await expectHealthy(`${listening.url}/mcp`);
-      const deadline = Date.now() + 10_000;
-      while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      clearInterval(drip);
-    }
-    expect(closed).toBe(true);
-    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    const loris = await startSlowLoris(listening.url);
+    defer(async () => loris.stop());
+    await expectHealthy(`${listening.url}/mcp`);
+    expect(await loris.untilClosed(10_000)).toBe(true);
+    expect(loris.received()).toMatch(/^HTTP\/1\.1 408 /);
     await expectHealthy(`${listening.url}/mcp`);
   });
 });

@@ -7,10 +7,10 @@ import {
   type InterceptorHttpOptions,
   listen,
 } from '@fleet/interceptor-kit';
+import { defer } from '@fleet/interceptor-kit/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
 import {
   type ChainExecution,
   type ChainObserver,
@@ -21,19 +21,7 @@ import {
   silentLogger,
 } from '../src/app.ts';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-
-/** Run `fn` after the current test (last registered runs first). */
-export function defer(fn: () => Promise<unknown>): void {
-  cleanups.push(fn);
-}
-
-afterEach(async () => {
-  while (cleanups.length > 0)
-    await cleanups
-      .pop()?.()
-      .catch(() => undefined);
-});
+export { defer };
 
 /** A running orchestrator. */
 export interface TestGateway {

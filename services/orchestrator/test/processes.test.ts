@@ -5,10 +5,10 @@
  * ends a slow-loris body.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startSlowLoris } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import {
   fixtureCommand,
@@ -132,36 +132,12 @@ describe('orchestrator process', () => {
       env: { PORT: '0', FLEET_CONFIG: configPath, LOG_LEVEL: 'warn' },
     });
     defer(() => orchestrator.stop());
-    const target = new URL(orchestrator.url);
-    const socket = connect(Number(target.port), target.hostname);
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    let received = '';
-    let closed = false;
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-    });
-    socket.on('close', () => {
-      closed = true;
-    });
-    socket.on('error', () => undefined);
-    socket.write(
-      `POST /mcp HTTP/1.1\r\nhost: ${target.host}\r\ncontent-type: application/json\r\n` +
-        'accept: application/json, text/event-stream\r\ncontent-length: 1000\r\n\r\n',
-    );
-    // A byte every 100 ms keeps the socket from ever being idle: only the deadline ends it.
-    const drip = setInterval(() => {
-      if (!socket.destroyed) socket.write(' ');
-    }, 100);
-    try {
-      const client = await connectClient(`${orchestrator.url}/mcp`);
-      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
-      const deadline = Date.now() + 10_000;
-      while (!closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      clearInterval(drip);
-    }
-    expect(closed).toBe(true);
-    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    const loris = await startSlowLoris(orchestrator.url);
+    defer(async () => loris.stop());
+    const client = await connectClient(`${orchestrator.url}/mcp`);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    expect(await loris.untilClosed(10_000)).toBe(true);
+    expect(loris.received()).toMatch(/^HTTP\/1\.1 408 /);
     const after = await connectClient(`${orchestrator.url}/mcp`);
     expect((await after.listTools()).tools.length).toBeGreaterThan(0);
   });
