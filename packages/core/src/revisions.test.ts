@@ -87,7 +87,12 @@ describe('classifyRequest', () => {
       HEADERS,
       JsonRpcCode.INVALID_PARAMS,
     ],
-    ['no client capabilities', call(noCapabilities), HEADERS, JsonRpcCode.INVALID_PARAMS],
+    [
+      'no client capabilities',
+      call(noCapabilities),
+      HEADERS,
+      JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ],
     [
       'capabilities that are not an object',
       call({ ...META, 'io.modelcontextprotocol/clientCapabilities': [] }),
@@ -170,12 +175,13 @@ describe('classifyRequest', () => {
     expect(SUPPORTED_PROTOCOL_VERSIONS[0]).toBe(V);
   });
 
-  it('names the header in -32020 and the field in -32602', () => {
+  it('names the header in -32020 and the field in -32602 and -32021', () => {
     expect(failure(call(), { ...HEADERS, 'mcp-name': 'x' }).data).toEqual({
       header: 'Mcp-Name',
       expected: 'echo',
     });
     expect(failure(call(noCapabilities), HEADERS).data).toEqual({
+      requiredCapabilities: {},
       field: '_meta.io.modelcontextprotocol/clientCapabilities',
     });
   });

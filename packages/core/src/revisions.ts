@@ -126,8 +126,8 @@ function mismatch(headerName: string, message: string, expected?: string): Proto
  *   a stateless request; anything else is a session request.
  *
  * @throws {ProtocolError} for a stateless request that does not hold together:
- * -32602 when `_meta` lacks the protocol version or client capabilities or holds malformed
- * protocol metadata; -32020 when `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` is
+ * -32602 when `_meta` lacks the protocol version or holds malformed protocol metadata;
+ * -32021 `{requiredCapabilities}` when it declares no client capabilities at all; -32020 when `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name` is
  * missing or disagrees with the body (header values may be `=?base64?…?=` encoded);
  * -32022 `{supported, requested}` for a revision not served statelessly.
  */
@@ -173,9 +173,12 @@ export function classifyRequest(message: ClassifiableMessage, headers: HeaderMap
 
   const capabilities = meta?.[McpMetaKey.CLIENT_CAPABILITIES];
   if (capabilities === undefined)
-    throw invalidMeta(
-      `a request must carry _meta["${McpMetaKey.CLIENT_CAPABILITIES}"]`,
-      McpMetaKey.CLIENT_CAPABILITIES,
+    // The client declared nothing, so it lacks whatever serving the request needs: -32021,
+    // as issue #9 specifies (the 2026-07-28 text also allows reading this as malformed).
+    throw new ProtocolError(
+      JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+      `Missing required client capabilities: a request must declare _meta["${McpMetaKey.CLIENT_CAPABILITIES}"] (an empty object declares none)`,
+      { requiredCapabilities: {}, field: `_meta.${McpMetaKey.CLIENT_CAPABILITIES}` },
     );
   if (!isObject(capabilities))
     throw invalidMeta(

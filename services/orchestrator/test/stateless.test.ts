@@ -189,8 +189,8 @@ describe('inconsistent stateless requests', () => {
     [
       'no client capabilities',
       { meta: { ...withoutCapabilities, 'io.modelcontextprotocol/clientCapabilities': undefined } },
-      -32602,
-      { field: '_meta.io.modelcontextprotocol/clientCapabilities' },
+      -32021,
+      { requiredCapabilities: {}, field: '_meta.io.modelcontextprotocol/clientCapabilities' },
     ],
     [
       'an MCP-Protocol-Version header that differs from the body',
