@@ -1,7 +1,10 @@
 /**
  * A backend's JSON-RPC error reaches the client as the backend sent it: same code, same
- * message, same data — the gateway adds nothing to the message on the way through.
+ * message, same data — the gateway adds nothing to the message on the way through. A
+ * backend whose event stream ends before the answer fails the call at once.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
@@ -32,5 +35,74 @@ describe('backend JSON-RPC errors', () => {
     // The SDK client prefixes "MCP error <code>: " once; a second prefix means the gateway
     // forwarded the backend client's already-prefixed message.
     expect((error as McpError).message).toBe((expected as McpError).message);
+  });
+
+  it('fails a call at once when the backend ends its event stream before answering', async () => {
+    // A backend speaking plain Streamable HTTP by hand: its tools/call stream sends one
+    // progress notification and ends (or is cut) without the result.
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c) => {
+        text += c;
+      });
+      req.on('end', () => {
+        if (req.method !== 'POST') {
+          res.writeHead(405).end();
+          return;
+        }
+        const message = JSON.parse(text) as {
+          id?: number;
+          method: string;
+          params?: { name?: string; _meta?: { progressToken?: unknown } };
+        };
+        const reply = (result: unknown) => {
+          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' });
+          res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+        };
+        if (message.id === undefined) res.writeHead(202).end();
+        else if (message.method === 'initialize')
+          reply({
+            protocolVersion: '2025-11-25',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'vanishing', version: '1' },
+          });
+        else if (message.method === 'tools/list')
+          reply({
+            tools: ['ends', 'cut'].map((name) => ({ name, inputSchema: { type: 'object' } })),
+          });
+        else if (message.method === 'tools/call') {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write(
+            `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } })}\n\n`,
+          );
+          if (message.params?.name === 'cut') setTimeout(() => res.destroy(), 20);
+          else setTimeout(() => res.end(), 20);
+        } else reply({});
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    defer(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const gateway = await startGateway(
+      `backends:\n  - {id: vanishing, url: "${url}", resilience: {timeoutMs: 60000}}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    for (const name of ['ends', 'cut']) {
+      const started = Date.now();
+      const error = await client.callTool({ name, arguments: {} }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(McpError);
+      expect((error as McpError).message).toMatch(/closed|failed/);
+      // Not after the 60 s backend timeout: the end of the stream itself fails the call.
+      expect(Date.now() - started).toBeLessThan(15_000);
+    }
+    // The backend connection is still usable for the next call.
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['ends', 'cut']);
   });
 });
