@@ -80,18 +80,9 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-/** Poll until `predicate` holds, or fail after `timeoutMs`. */
-export async function waitFor(
-  predicate: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((tick) => setTimeout(tick, 20));
-  }
-}
+import { waitFor } from '../src/testing.ts';
+
+export { waitFor };
 
 /** A private Redis this test may kill and restart (same port, same data directory). */
 export interface RedisServer {

@@ -12,7 +12,6 @@ import {
   type AuditRecord,
   type AuditStore,
   type AuditStoreOptions,
-  createAuditRecord,
   openAuditStore,
 } from '../src/index.ts';
 import { captureLogger } from './helpers.ts';
@@ -114,31 +113,4 @@ export async function openPgliteTestStore(
   };
 }
 
-/** Base instant of {@link recordAt}: 2025-06-01T12:00:00Z. */
-export const T0 = Date.parse('2025-06-01T12:00:00Z');
-
-/** A valid `chain` record stamped `offsetMs` after {@link T0}, with `overrides` applied. */
-export function recordAt(offsetMs: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
-  return createAuditRecord({
-    kind: 'chain',
-    event: 'tools/call',
-    phase: 'request',
-    method: 'tools/call',
-    target: 'echo',
-    decision: 'allowed',
-    status: 'success',
-    durationMs: 1,
-    timestamp: new Date(T0 + offsetMs).toISOString(),
-    ...overrides,
-  });
-}
-
-/** A random W3C trace id. */
-export function traceId(): string {
-  return randomBytes(16).toString('hex');
-}
-
-/** A random W3C span id. */
-export function spanId(): string {
-  return randomBytes(8).toString('hex');
-}
+export { recordAt, spanId, T0, traceId } from '../src/testing.ts';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { type AuditRecord, type AuditStore, createAuditRecord, openAuditStore } from '@fleet/audit';
+import { type AuditStore, openAuditStore } from '@fleet/audit';
 import { listen } from '@fleet/interceptor-kit';
 import { defer } from '@fleet/test-fixtures/cleanup';
 import { Redis } from 'ioredis';
@@ -97,47 +97,7 @@ export async function serveUntilClosed(
   return { url: listening.url, close: () => listening.close(100) };
 }
 
-/** Poll until `predicate` holds, or fail after `timeoutMs`. */
-export async function waitFor(
-  predicate: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((tick) => setTimeout(tick, 20));
-  }
-}
-
-/** A random W3C trace id. */
-export function traceId(): string {
-  return randomBytes(16).toString('hex');
-}
-
-/** A random W3C span id. */
-export function spanId(): string {
-  return randomBytes(8).toString('hex');
-}
-
-/** Base instant of {@link recordAt}: 2025-06-01T12:00:00Z. */
-export const T0 = Date.parse('2025-06-01T12:00:00Z');
-
-/** A valid `chain` record stamped `offsetMs` after {@link T0}, with `overrides` applied. */
-export function recordAt(offsetMs: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
-  return createAuditRecord({
-    kind: 'chain',
-    event: 'tools/call',
-    phase: 'request',
-    method: 'tools/call',
-    target: 'echo',
-    decision: 'allowed',
-    status: 'success',
-    durationMs: 1,
-    timestamp: new Date(T0 + offsetMs).toISOString(),
-    ...overrides,
-  });
-}
+export { recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
 
 // ---------------------------------------------------------------------------------------------
 // A stock MCP SDK client. The SDK is a dependency of @fleet/interceptor-kit, not of this

@@ -1,0 +1,48 @@
+/**
+ * Helpers for tests of the audit pipeline and of services that use it
+ * (`@fleet/audit/testing`): valid records at fixed instants, random W3C ids, polling.
+ */
+import { randomBytes } from 'node:crypto';
+import { type AuditRecord, createAuditRecord } from './record.ts';
+
+/** Base instant of {@link recordAt}: 2025-06-01T12:00:00Z. */
+export const T0 = Date.parse('2025-06-01T12:00:00Z');
+
+/** A valid `chain` record stamped `offsetMs` after {@link T0}, with `overrides` applied. */
+export function recordAt(offsetMs: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
+  return createAuditRecord({
+    kind: 'chain',
+    event: 'tools/call',
+    phase: 'request',
+    method: 'tools/call',
+    target: 'echo',
+    decision: 'allowed',
+    status: 'success',
+    durationMs: 1,
+    timestamp: new Date(T0 + offsetMs).toISOString(),
+    ...overrides,
+  });
+}
+
+/** A random W3C trace id. */
+export function traceId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** A random W3C span id. */
+export function spanId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** Poll until `predicate` holds, or fail after `timeoutMs` naming `what`. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((tick) => setTimeout(tick, 20));
+  }
+}
