@@ -8,10 +8,13 @@
  *    span-level precision/recall/F1 for the structured types, and how many of its 113 texts
  *    without PII each detector changes.
  * 2. A seeded generated corpus covering every entity type, with negatives.
- * 3. Throughput in MB/s on MCP-shaped JSON payloads (median of several runs).
+ * 3. Throughput in MB/s on MCP-shaped JSON payloads (median of several runs), each detector
+ *    in a process of its own (`--shared-process`: all in this one, as before).
  * 4. libphonenumber-js `min` against `max` metadata, the choice behind phone validation.
  * Matching rule: see score.ts (same type, IoU ≥ 0.5 after trimming punctuation).
  */
+import { type ChildProcess, fork } from 'node:child_process';
+import { on } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -47,14 +50,18 @@ import {
 
 const verbose = process.argv.includes('--verbose');
 const quick = process.argv.includes('--quick');
+const sharedProcess = process.argv.includes('--shared-process');
 
 const engine = createPiiEngine();
-const detectors: Detector[] = [
-  oursDetector(engine),
-  redactPiiDetector(),
-  openRedactionDetector(),
-  redactPiiNodeDetector(),
+// By name, so that a throughput worker builds only its own.
+const DETECTORS: ReadonlyArray<[name: string, make: () => Detector]> = [
+  ['@fleet/pii', () => oursDetector(engine)],
+  ['redact-pii', redactPiiDetector],
+  ['openredaction', openRedactionDetector],
+  ['@redactpii/node', redactPiiNodeDetector],
 ];
+const workerAt = process.argv.indexOf('--throughput-worker');
+const detectors: Detector[] = workerAt === -1 ? DETECTORS.map(([, make]) => make()) : [];
 
 interface Evaluation {
   scores: Map<string, TypeScore>;
@@ -314,37 +321,131 @@ function cpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
+/**
+ * Payload `i` through detector `d`, in CPU milliseconds: our engine runs transformMcp on each
+ * result; a baseline redacts each string leaf (synchronously when the library is).
+ */
+function runner(d: Detector, payloads: readonly Payload[]): (i: number) => Promise<number> {
+  const strings = payloads.map((p) => p.docs.map((doc) => leaves(doc)));
+  return async (i) => {
+    const p = payloads[i] as Payload;
+    const t0 = cpuMs();
+    if (d.name === '@fleet/pii') {
+      for (const doc of p.docs) engine.transformMcp('response', 'tools/call', doc);
+    } else if (d.redactSync !== undefined) {
+      for (const list of strings[i] ?? []) for (const s of list) d.redactSync(s);
+    } else {
+      for (const list of strings[i] ?? []) for (const s of list) await d.redact(s);
+    }
+    return cpuMs() - t0;
+  };
+}
+
+type ToWorker =
+  | { payloads: readonly Payload[]; texts: readonly string[] }
+  | { run: number }
+  | { exit: true };
+type FromWorker = { ready: true } | { cpu: number };
+
+/**
+ * A throughput worker: one detector in its own process. It receives the payloads and the
+ * evaluation texts and warms up as a detector of the single-process benchmark was warm by
+ * then (every evaluation text detected once, as the accuracy sections do, then each payload
+ * once); then it runs the payloads it is asked for and answers with the CPU time of its own
+ * process.
+ */
+async function throughputWorker(name: string): Promise<void> {
+  const make = DETECTORS.find(([n]) => n === name)?.[1];
+  if (make === undefined) throw new Error(`unknown detector ${name}`);
+  const d = make();
+  let run: ((i: number) => Promise<number>) | undefined;
+  for await (const [message] of on(process, 'message')) {
+    const m = message as ToWorker;
+    if ('exit' in m) break;
+    if ('payloads' in m) {
+      run = runner(d, m.payloads);
+      for (const text of m.texts) await d.detect(text);
+      for (let i = 0; i < m.payloads.length; i++) await run(i);
+      process.send?.({ ready: true } satisfies FromWorker);
+    } else if (run !== undefined) {
+      process.send?.({ cpu: await run(m.run) } satisfies FromWorker);
+    }
+  }
+  process.disconnect?.();
+}
+
+/** A forked throughput worker for detector `name`, warmed up on `payloads`. */
+async function startWorker(
+  name: string,
+  payloads: readonly Payload[],
+  texts: readonly string[],
+): Promise<(i: number) => Promise<number>> {
+  const child = fork(fileURLToPath(import.meta.url), ['--throughput-worker', name], {
+    serialization: 'advanced',
+  });
+  const replies = on(child, 'message');
+  const next = async () => ((await replies.next()).value as [FromWorker])[0];
+  child.on('exit', (code) => {
+    if (code !== 0 && !closing) {
+      console.error(`throughput worker ${name} exited with ${code}`);
+      process.exit(1);
+    }
+  });
+  workers.push(child);
+  child.send({ payloads, texts } satisfies ToWorker);
+  await next(); // ready
+  return async (i) => {
+    child.send({ run: i } satisfies ToWorker);
+    const reply = await next();
+    return 'cpu' in reply ? reply.cpu : Number.NaN;
+  };
+}
+const workers: ChildProcess[] = [];
+let closing = false;
+
 async function throughputSection(texts: readonly string[]) {
   const payloads = [
     filePayload(quick ? 300_000 : 1_500_000),
     recordPayload(texts, quick ? 10 : 40),
     chatPayload(texts, quick ? 60 : 300),
   ];
-  const strings = payloads.map((p) => p.docs.map((d) => leaves(d)));
-  const run = async (d: Detector, i: number): Promise<number> => {
-    const p = payloads[i] as Payload;
-    const t0 = cpuMs();
-    if (d.name === '@fleet/pii') {
-      for (const doc of p.docs) engine.transformMcp('response', 'tools/call', doc);
-    } else {
-      for (const list of strings[i] ?? []) for (const s of list) await d.redact(s);
+  // Each detector runs in its own process (unless --shared-process): the CPU time of one
+  // library's garbage collection (background marking and sweeping of its heap) and JIT work
+  // is then never charged to another one, whatever order they run in. Every detector gets
+  // the same payloads (sent by this process), the same warm-up (the evaluation texts, then
+  // each payload once) and the same rounds.
+  const measure = new Map<string, (i: number) => Promise<number>>();
+  if (sharedProcess) {
+    for (const d of detectors) measure.set(d.name, runner(d, payloads));
+    for (const d of detectors)
+      for (let i = 0; i < payloads.length; i++) await measure.get(d.name)?.(i); // warm-up
+  } else {
+    // The workers warm up side by side (not measured).
+    const started = await Promise.all(detectors.map((d) => startWorker(d.name, payloads, texts)));
+    detectors.forEach((d, k) => {
+      measure.set(d.name, started[k] as (i: number) => Promise<number>);
+    });
+  }
+  const times = new Map<string, number[]>();
+  const measureRound = async (d: Detector) => {
+    for (let i = 0; i < payloads.length; i++) {
+      const key = `${d.name}|${i}`;
+      times.set(key, [
+        ...(times.get(key) ?? []),
+        await (measure.get(d.name) as (i: number) => Promise<number>)(i),
+      ]);
     }
-    return cpuMs() - t0;
   };
   // Rounds interleave the detectors so that a busy neighbour on a shared machine weighs on all
-  // of them alike; CPU time, not wall time, is measured.
+  // of them alike; CPU time, not wall time, is measured. openredaction, ~50× slower, runs
+  // three rounds after the others' (between two runs of the others, a process would otherwise
+  // idle for seconds while it runs, long enough for V8 to start shrinking that process's heap).
+  const slow = (d: Detector) => d.name === 'openredaction';
   const rounds = quick ? 3 : 7;
-  const times = new Map<string, number[]>();
-  for (const d of detectors) for (let i = 0; i < payloads.length; i++) await run(d, i); // warm-up
-  for (let r = 0; r < rounds; r++) {
-    for (const d of detectors) {
-      if (d.name === 'openredaction' && r >= 3) continue; // ~50× slower: three rounds are enough
-      for (let i = 0; i < payloads.length; i++) {
-        const key = `${d.name}|${i}`;
-        times.set(key, [...(times.get(key) ?? []), await run(d, i)]);
-      }
-    }
-  }
+  for (let r = 0; r < rounds; r++) for (const d of detectors) if (!slow(d)) await measureRound(d);
+  for (let r = 0; r < 3; r++) for (const d of detectors) if (slow(d)) await measureRound(d);
+  closing = true;
+  for (const child of workers) child.send({ exit: true } satisfies ToWorker);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 1;
   const mbps = (name: string, i: number) =>
     (payloads[i] as Payload).bytes / 1000 / median(times.get(`${name}|${i}`) ?? [1]);
@@ -465,28 +566,33 @@ function phoneMetadataSection(presidioPhones: readonly string[]) {
   );
 }
 
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-console.log(
-  `# @fleet/pii benchmark\n\nNode ${process.version}, ${cpu}, ${cpus().length} CPUs${quick ? ' (quick)' : ''}`,
-);
-
-const datasetPath = findPresidioDataset();
-let presidioTexts: string[] = [];
-let presidioPhones: string[] = [];
-if (datasetPath === undefined) {
+async function main(): Promise<void> {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
   console.log(
-    '\nPresidio dataset not found (set PII_DATASET or place shared/data/pii/presidio_synth_dataset_v2.json above the package): skipping section 1.',
+    `# @fleet/pii benchmark\n\nNode ${process.version}, ${cpu}, ${cpus().length} CPUs${quick ? ' (quick)' : ''}`,
   );
-} else {
-  const presidio = loadPresidio(datasetPath);
-  presidioTexts = presidio.map((p) => p.text);
-  presidioPhones = presidio.flatMap((p) =>
-    p.spans.filter((s) => s.type === 'PHONE_NUMBER').map((s) => p.text.slice(s.start, s.end)),
-  );
-  await accuracySection('Presidio synthetic set', presidio, STRUCTURED_ENTITY_TYPES);
+
+  const datasetPath = findPresidioDataset();
+  let presidioTexts: string[] = [];
+  let presidioPhones: string[] = [];
+  if (datasetPath === undefined) {
+    console.log(
+      '\nPresidio dataset not found (set PII_DATASET or place shared/data/pii/presidio_synth_dataset_v2.json above the package): skipping section 1.',
+    );
+  } else {
+    const presidio = loadPresidio(datasetPath);
+    presidioTexts = presidio.map((p) => p.text);
+    presidioPhones = presidio.flatMap((p) =>
+      p.spans.filter((s) => s.type === 'PHONE_NUMBER').map((s) => p.text.slice(s.start, s.end)),
+    );
+    await accuracySection('Presidio synthetic set', presidio, STRUCTURED_ENTITY_TYPES);
+  }
+
+  const corpus = generateCorpus();
+  await accuracySection(`Generated corpus (seeded, ${corpus.length} texts)`, corpus, ENTITY_TYPES);
+  await throughputSection([...presidioTexts, ...corpus.map((c) => c.text)]);
+  phoneMetadataSection(presidioPhones);
 }
 
-const corpus = generateCorpus();
-await accuracySection(`Generated corpus (seeded, ${corpus.length} texts)`, corpus, ENTITY_TYPES);
-await throughputSection([...presidioTexts, ...corpus.map((c) => c.text)]);
-phoneMetadataSection(presidioPhones);
+if (workerAt === -1) await main();
+else await throughputWorker(process.argv[workerAt + 1] as string);

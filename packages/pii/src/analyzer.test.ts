@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { resolveOverlaps } from './analyzer.ts';
+import { contextDelta, resolveOverlaps } from './analyzer.ts';
+import {
+  type Candidate,
+  contextRule,
+  wordPrefixFilter,
+  wordPrefixKey,
+} from './detectors/recognizer.ts';
 import { createPiiEngine, type Detection } from './index.ts';
 
 const d = (type: Detection['type'], start: number, end: number, score: number): Detection => ({
@@ -109,5 +115,76 @@ describe('hostile input', () => {
     const started = performance.now();
     engine.transformText(text);
     expect(performance.now() - started).toBeLessThan(3000);
+  });
+});
+
+describe('context words', () => {
+  const rule = contextRule({
+    words: ['phone', 'tél', 'k', 'date of birth'],
+    negative: ['order'],
+    negativeAfter: ['street'],
+  });
+  const candidate = (text: string, value: string): Candidate => {
+    const start = text.indexOf(value);
+    return {
+      type: 'PHONE_NUMBER',
+      start,
+      end: start + value.length,
+      score: 0.5,
+      recognizer: 'test',
+      context: rule,
+    };
+  };
+  const delta = (text: string, value = '555', extra: readonly string[] = []) =>
+    contextDelta(text, candidate(text, value), extra);
+
+  it.each([
+    ['PHONE: 555', 0.35],
+    ['Phone — 555', 0.35],
+    ['555 (phone)', 0.35],
+    ['TÉL 555', 0.35],
+    ['Tél. 555', 0.35],
+    ['\u212a 555', 0.35], // KELVIN SIGN lower-cases to k
+    ['K 555', 0.35],
+    ['phones 555', 0],
+    ['telephone 555', 0],
+    ['order 555', -0.35],
+    ['phone order 555', 0],
+    ['555 Street', -0.35],
+    ['555\nStreet', 0],
+    ['phone\u0000555', 0],
+    ['a b c d e f phone g h i j m n 555', 0],
+  ])('%j → %d', (text, want) => {
+    expect(delta(text)).toBeCloseTo(want, 10);
+  });
+
+  it('reads phrases whose words alone are no context words', () => {
+    expect(delta('date of birth 555')).toBeCloseTo(0.35, 10);
+    // The words before and after the value are read as one window.
+    expect(delta('date of 555 birth')).toBeCloseTo(0.35, 10);
+    expect(delta('date xx of birth 555')).toBe(0);
+    expect(delta('of birth 555', '555', ['date'])).toBeCloseTo(0.35, 10);
+  });
+
+  it('counts the JSON key words before the text', () => {
+    expect(delta('555', '555', ['phone'])).toBeCloseTo(0.35, 10);
+    expect(delta('555', '555', ['order'])).toBeCloseTo(-0.35, 10);
+    expect(delta('a b c d e 555', '555', ['phone'])).toBe(0);
+  });
+
+  it('wordPrefixFilter rules out words by their first two characters, in any case', () => {
+    const filter = wordPrefixFilter(['phone', 'e', 'tél']);
+    const listed = (w: string) => {
+      const key = wordPrefixKey(w, 0, w.length);
+      return key < 0 ? 'unknown' : filter[key] === 1;
+    };
+    expect(listed('PHONES')).toBe(true);
+    expect(listed('Ph')).toBe(true);
+    expect(listed('e')).toBe(true);
+    expect(listed('E')).toBe(true);
+    expect(listed('ex')).toBe(false);
+    expect(listed('pa')).toBe(false);
+    expect(listed('té')).toBe('unknown');
+    expect(listed('\u212a')).toBe('unknown');
   });
 });

@@ -5,7 +5,13 @@
  * values are removed last, so nothing overlapping them is touched either.
  */
 import { secretKeyValue } from './detectors/assignment.ts';
-import type { Candidate, Recognizer, RecognizerEnv } from './detectors/recognizer.ts';
+import {
+  type Candidate,
+  type Recognizer,
+  type RecognizerEnv,
+  TextScans,
+  wordPrefixKey,
+} from './detectors/recognizer.ts';
 import type { EntityType } from './entities.ts';
 import type { Detection } from './types.ts';
 
@@ -38,36 +44,108 @@ function isWordCode(text: string, i: number): boolean {
   return NON_ASCII_WORD.test(text[i] ?? '');
 }
 
-/** Up to `n` lower-case words ending before `pos` (within WINDOW_CHARS), nearest last. */
-function wordsBefore(text: string, pos: number, n: number): string[] {
-  const words: string[] = [];
+// Word spans around a candidate, nearest first: [start, end) pairs, reused by every call.
+let spansBefore: Int32Array = new Int32Array(32);
+let spansAfter: Int32Array = new Int32Array(32);
+
+function room(buffer: Int32Array, n: number): Int32Array {
+  return buffer.length >= 2 * n ? buffer : new Int32Array(2 * n);
+}
+
+/**
+ * The spans of up to `n` words ending before `pos` (within WINDOW_CHARS), nearest first, into
+ * `spansBefore`; returns how many. A word cut by the window's edge counts as it is.
+ */
+function wordSpansBefore(text: string, pos: number, n: number): number {
+  spansBefore = room(spansBefore, n);
+  const out = spansBefore;
+  let count = 0;
   const limit = Math.max(0, pos - WINDOW_CHARS);
   let i = pos;
-  while (words.length < n && i > limit) {
+  while (count < n && i > limit) {
     while (i > limit && !isWordCode(text, i - 1)) {
-      if (isBoundary(text, i - 1)) return words.reverse();
+      if (isBoundary(text, i - 1)) return count;
       i--;
     }
     const end = i;
     while (i > limit && isWordCode(text, i - 1)) i--;
-    if (end > i) words.push(text.slice(i, end).toLowerCase());
+    if (end > i) {
+      out[2 * count] = i;
+      out[2 * count + 1] = end;
+      count++;
+    }
   }
-  return words.reverse();
+  return count;
 }
 
-/** Up to `n` lower-case words starting at or after `pos`; with `line`, not past a newline. */
-function wordsAfter(text: string, pos: number, n: number, line = false): string[] {
-  const words: string[] = [];
+/**
+ * The spans of up to `n` words starting at or after `pos` (within WINDOW_CHARS), into
+ * `spansAfter`; with `line`, not past a newline. Returns how many.
+ */
+function wordSpansAfter(text: string, pos: number, n: number, line: boolean): number {
+  spansAfter = room(spansAfter, n);
+  const out = spansAfter;
+  let count = 0;
   const limit = Math.min(text.length, pos + WINDOW_CHARS);
   let i = pos;
-  while (words.length < n && i < limit) {
+  while (count < n && i < limit) {
     while (i < limit && !isWordCode(text, i)) {
-      if ((line && text.charCodeAt(i) === 10) || isBoundary(text, i)) return words;
+      if ((line && text.charCodeAt(i) === 10) || isBoundary(text, i)) return count;
       i++;
     }
     const start = i;
     while (i < limit && isWordCode(text, i)) i++;
-    if (i > start) words.push(text.slice(start, i).toLowerCase());
+    if (i > start) {
+      out[2 * count] = start;
+      out[2 * count + 1] = i;
+      count++;
+    }
+  }
+  return count;
+}
+
+/**
+ * Whether the word `text[start, end)`, lower-cased, is in `words`; `filter` (their
+ * wordPrefixFilter) rules most words out without building the string.
+ */
+function isListed(
+  text: string,
+  start: number,
+  end: number,
+  words: ReadonlySet<string>,
+  filter: Uint8Array,
+): boolean {
+  if (words.size === 0) return false;
+  const key = wordPrefixKey(text, start, end);
+  if (key >= 0 && filter[key] === 0) return false;
+  return words.has(text.slice(start, end).toLowerCase());
+}
+
+function anyListed(
+  text: string,
+  spans: Int32Array,
+  count: number,
+  words: ReadonlySet<string>,
+  filter: Uint8Array,
+): boolean {
+  for (let k = 0; k < count; k++) {
+    if (isListed(text, spans[2 * k] as number, spans[2 * k + 1] as number, words, filter))
+      return true;
+  }
+  return false;
+}
+
+function anyOf(list: readonly string[], words: ReadonlySet<string>): boolean {
+  for (const w of list) if (words.has(w)) return true;
+  return false;
+}
+
+/** The words of `count` spans in text order (`spans` nearest first when `reversed`). */
+function wordsOf(text: string, spans: Int32Array, count: number, reversed: boolean): string[] {
+  const words: string[] = [];
+  for (let k = 0; k < count; k++) {
+    const j = reversed ? count - 1 - k : k;
+    words.push(text.slice(spans[2 * j] as number, spans[2 * j + 1] as number).toLowerCase());
   }
   return words;
 }
@@ -96,33 +174,40 @@ export function keyWords(key: string): string[] {
  * the (closer) `negativeBefore` words before it, or a `negativeAfter` word follows it on its line.
  * `extra` words (the JSON property name) count as words right before the text.
  */
-export function contextDelta(text: string, c: Candidate, extra: readonly string[] = []): number {
+export function contextDelta(
+  text: string,
+  c: Candidate,
+  extra: readonly string[] = NO_WORDS,
+): number {
   const rule = c.context;
   if (rule === undefined) return 0;
-  const fromText = wordsBefore(text, c.start, rule.before);
-  const withExtra = extra.length > 0 && fromText.length < rule.before;
-  const positive = (w: string) => rule.words.has(w);
-  let hit = fromText.some(positive) || (withExtra && extra.some(positive));
+  const before = wordSpansBefore(text, c.start, rule.before);
+  const withExtra = extra.length > 0 && before < rule.before;
+  let hit =
+    anyListed(text, spansBefore, before, rule.words, rule.wordsFilter) ||
+    (withExtra && anyOf(extra, rule.words));
   // The words after are read only when the words before did not decide.
   if (!hit) {
-    const after = wordsAfter(text, c.end, rule.after);
-    hit = after.some(positive);
-    if (!hit && rule.phrases.length > 0) {
-      const joined = ` ${[...(withExtra ? extra : []), ...fromText, ...after].join(' ')} `;
-      hit = rule.phrases.some((p) => joined.includes(` ${p} `));
+    const after = wordSpansAfter(text, c.end, rule.after, false);
+    hit = anyListed(text, spansAfter, after, rule.words, rule.wordsFilter);
+    if (!hit && rule.decidingPhrases.length > 0) {
+      const window = [
+        ...(withExtra ? extra : []),
+        ...wordsOf(text, spansBefore, before, true),
+        ...wordsOf(text, spansAfter, after, false),
+      ];
+      const joined = ` ${window.join(' ')} `;
+      hit = rule.decidingPhrases.some((p) => joined.includes(` ${p} `));
     }
   }
   let delta = hit ? rule.boost : 0;
-  const near = Math.max(0, fromText.length - rule.negativeBefore);
-  let negative = false;
-  for (let i = near; i < fromText.length && !negative; i++) {
-    negative = rule.negative.has(fromText[i] as string);
-  }
-  if (!negative && fromText.length - near < rule.negativeBefore) {
-    negative = extra.some((w) => rule.negative.has(w));
-  }
+  // The nearest `negativeBefore` words; the key's words when the text has fewer.
+  const near = Math.min(before, rule.negativeBefore);
+  let negative = anyListed(text, spansBefore, near, rule.negative, rule.negativeFilter);
+  if (!negative && near < rule.negativeBefore) negative = anyOf(extra, rule.negative);
   if (!negative && rule.negativeAfter.size > 0) {
-    negative = wordsAfter(text, c.end, rule.after, true).some((w) => rule.negativeAfter.has(w));
+    const after = wordSpansAfter(text, c.end, rule.after, true);
+    negative = anyListed(text, spansAfter, after, rule.negativeAfter, rule.negativeAfterFilter);
   }
   if (negative) delta -= rule.penalty;
   return delta;
@@ -154,6 +239,11 @@ function ownOutputSpans(text: string): Array<[number, number]> {
     }
   }
   return spans;
+}
+
+function overlapsAny(spans: ReadonlyArray<[number, number]>, start: number, end: number): boolean {
+  for (const [s, e] of spans) if (start < e && s < end) return true;
+  return false;
 }
 
 /** Order of preference between overlapping detections: score, then length, then position. */
@@ -225,10 +315,14 @@ export type SegmentKey = string | number | undefined;
  */
 export const SEGMENT_SEPARATOR = '\n\u0000\n';
 
+/** Single strings up to this length are copied flat before the scan (see analyzeSegments). */
+const FLAT_COPY_MAX = 8192;
+
 function gateAndFind(text: string, policy: AnalyzerPolicy, candidates: Candidate[]): void {
   // Gates are shared between recognizers (HAS_DIGIT): test each once.
   const tested: Array<RegExp | string> = [];
   const passed: boolean[] = [];
+  const scans = new TextScans(text);
   for (const r of policy.recognizers) {
     const gate = r.requires;
     if (gate !== undefined) {
@@ -243,7 +337,7 @@ function gateAndFind(text: string, policy: AnalyzerPolicy, candidates: Candidate
       }
       if (!ok) continue;
     }
-    r.find(text, policy.env, candidates);
+    r.find(text, policy.env, candidates, scans);
   }
 }
 
@@ -260,19 +354,28 @@ function segmentAt(starts: Int32Array, pos: number): number {
 }
 
 /**
+ * The detections of the segments that have any: `segments` holds their indexes (ascending),
+ * `detections[k]` those of segment `segments[k]` (sorted, offsets into that segment).
+ */
+export interface SegmentDetections {
+  readonly segments: number[];
+  readonly detections: Detection[][];
+}
+
+/**
  * Detect entities in several strings at once: they are joined with {@link SEGMENT_SEPARATOR}
  * and every recognizer runs once over the whole (the per-call cost of ~25 regexes dominates
  * for the many short strings of a JSON message). Nothing crosses a segment: candidates that
  * would are dropped, context words are read within the segment (plus its key's words).
  * `keys[i]` is the JSON property of `texts[i]`. Returns the detections of each segment that has
- * any, by segment index, with offsets into that segment.
+ * any, with offsets into that segment.
  */
 export function analyzeSegments(
   texts: readonly string[],
   keys: readonly SegmentKey[],
   policy: AnalyzerPolicy,
-): Map<number, Detection[]> {
-  const result = new Map<number, Detection[]>();
+): SegmentDetections {
+  const result: SegmentDetections = { segments: [], detections: [] };
   const starts = new Int32Array(texts.length);
   let length = 0;
   for (let i = 0; i < texts.length; i++) {
@@ -281,7 +384,14 @@ export function analyzeSegments(
     length += (texts[i] as string).length;
   }
   if (length === 0) return result;
-  const text = texts.join(SEGMENT_SEPARATOR);
+  const text =
+    texts.length === 1 && length <= FLAT_COPY_MAX
+      ? // A new flat string (joined with a trailing separator, which changes no detection:
+        // every segment but the last is followed by one anyway). A string built by
+        // concatenation or slicing would otherwise reach the scanners as it is, and the
+        // optimized code reading characters would have to handle every string layout.
+        [texts[0] as string, ''].join(SEGMENT_SEPARATOR)
+      : texts.join(SEGMENT_SEPARATOR);
   const candidates: Candidate[] = [];
   gateAndFind(text, policy, candidates);
   if (policy.enabled.has('SECRET')) {
@@ -297,19 +407,16 @@ export function analyzeSegments(
   }
   if (candidates.length === 0) return result;
 
-  const keyWordsOf = (i: number): readonly string[] => {
-    const key = keys[i];
-    return typeof key === 'string' ? keyWords(key) : NO_WORDS;
-  };
   const own = ownOutputSpans(text);
   const scored: Detection[] = [];
   for (const c of candidates) {
     if (!policy.enabled.has(c.type) || c.end <= c.start) continue;
     const seg = segmentAt(starts, c.start);
     if (c.end > (starts[seg] ?? 0) + (texts[seg]?.length ?? 0)) continue;
-    if (own.length > 0 && own.some(([s, e]) => c.start < e && s < c.end)) continue;
+    if (own.length > 0 && overlapsAny(own, c.start, c.end)) continue;
     const threshold = policy.thresholds[c.type];
-    const delta = contextDelta(text, c, keyWordsOf(seg));
+    const key = keys[seg];
+    const delta = contextDelta(text, c, typeof key === 'string' ? keyWords(key) : NO_WORDS);
     let score = clampScore(c.score + delta);
     if (score < threshold) continue;
     // Refine only when validation decides: not when even the floor passes with this context.
@@ -317,7 +424,7 @@ export function analyzeSegments(
       c.refine !== undefined &&
       (c.floor === undefined || clampScore(c.floor + delta) < threshold)
     ) {
-      const base = c.refine();
+      const base = c.refine(c.value ?? '', policy.env);
       if (base <= 0) continue;
       score = clampScore(base + delta);
       if (score < threshold) continue;
@@ -328,14 +435,16 @@ export function analyzeSegments(
   }
   if (scored.length === 0) return result;
   const allowing = policy.allow.values.size > 0 || policy.allow.patterns.length > 0;
+  let list: Detection[] = [];
   for (const d of resolveOverlaps(scored)) {
     if (allowing && isAllowed(text.slice(d.start, d.end), policy.allow)) continue;
     const seg = segmentAt(starts, d.start);
     const at = starts[seg] ?? 0;
-    let list = result.get(seg);
-    if (list === undefined) {
+    // Sorted by start: the segments come in order.
+    if (result.segments[result.segments.length - 1] !== seg) {
       list = [];
-      result.set(seg, list);
+      result.segments.push(seg);
+      result.detections.push(list);
     }
     d.start -= at;
     d.end -= at;
@@ -350,5 +459,5 @@ export function analyzeSegments(
  * credential-like name makes the whole value a SECRET candidate.
  */
 export function analyze(text: string, policy: AnalyzerPolicy, key?: string | number): Detection[] {
-  return analyzeSegments([text], [key], policy).get(0) ?? [];
+  return analyzeSegments([text], [key], policy).detections[0] ?? [];
 }

@@ -3,13 +3,7 @@
  * service composes — detect, transform (text, JSON, MCP messages), scan and guard. Pure apart
  * from node:crypto (HMAC, random token ids); no I/O.
  */
-import {
-  type AllowList,
-  type AnalyzerPolicy,
-  analyze,
-  analyzeSegments,
-  type SegmentKey,
-} from './analyzer.ts';
+import { type AllowList, type AnalyzerPolicy, analyze, analyzeSegments } from './analyzer.ts';
 import {
   compileAllowPattern,
   type PiiConfig,
@@ -39,13 +33,7 @@ import type {
   ValueTransformResult,
   WalkLimits,
 } from './types.ts';
-import {
-  formatJsonPath,
-  type LeafVisitor,
-  mapMcpStrings,
-  mapStringLeaves,
-  type PathSegment,
-} from './walk.ts';
+import { collectMcpStrings, collectStringLeaves, type StringLeaves } from './walk.ts';
 
 /** Options of {@link createPiiEngine}. */
 export interface PiiEngineOptions {
@@ -98,11 +86,6 @@ export interface PiiEngine {
   guard(method: string, params: unknown, options?: ValueOptions): GuardResult;
   /** The types {@link PiiEngine.guard} rejects for a tool. */
   blockedTypes(tool?: string): ReadonlySet<EntityType>;
-}
-
-// The second walk over a value sees exactly what the first one checked.
-function unbounded(limits: WalkLimits): WalkLimits {
-  return { ...limits, maxStringBytes: Number.POSITIVE_INFINITY };
 }
 
 interface Policy extends AnalyzerPolicy, TransformPolicy {
@@ -195,44 +178,38 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
   const limitsOf = (o: ValueOptions): WalkLimits => o.limits ?? config.limits;
 
   /**
-   * Walk twice: collect the string leaves, analyze them together (analyzeSegments), then walk
-   * again handing each leaf its detections. Without any detection the second walk is skipped
-   * and the input comes back as is.
+   * Collect the string leaves in one walk, analyze them together (analyzeSegments), hand each
+   * leaf with detections to `onLeaf` (in walk order) and write the changed ones back, copying
+   * only the containers on their paths. Without any change the input comes back as is.
    */
   const detectThenMap = <T>(
-    walkWith: (visit: LeafVisitor, checked?: boolean) => T,
-    input: T,
+    leaves: StringLeaves<T>,
     policy: Policy,
-    onLeaf: (
-      text: string,
-      path: readonly PathSegment[],
-      detections: readonly Detection[],
-    ) => string,
+    onLeaf: (text: string, path: string, detections: readonly Detection[]) => string,
   ): T => {
-    const texts: string[] = [];
-    const keys: SegmentKey[] = [];
-    walkWith((text, path) => {
-      texts.push(text);
-      keys.push(path[path.length - 1]);
-      return text;
-    });
-    if (texts.length === 0) return input;
-    const perLeaf = analyzeSegments(texts, keys, policy);
-    if (perLeaf.size === 0) return input;
-    let i = 0;
-    return walkWith((text, path) => {
-      const detections = perLeaf.get(i++);
-      return detections === undefined ? text : onLeaf(text, path, detections);
-    }, true);
+    const { texts } = leaves;
+    if (texts.length === 0) return leaves.root;
+    const { segments, detections } = analyzeSegments(texts, leaves.keys, policy);
+    const changed: number[] = [];
+    const replacements: string[] = [];
+    for (let k = 0; k < segments.length; k++) {
+      const i = segments[k] as number;
+      const text = texts[i] as string;
+      const out = onLeaf(text, leaves.pathText(i), detections[k] as Detection[]);
+      if (out !== text) {
+        changed.push(i);
+        replacements.push(out);
+      }
+    }
+    return changed.length === 0 ? leaves.root : leaves.replace(changed, replacements);
   };
   const transformLeaf =
     (policy: Policy, session: TransformSession) =>
-    (text: string, path: readonly PathSegment[], detections: readonly Detection[]) =>
-      applyDetections(text, detections, formatJsonPath(path), policy, session);
+    (text: string, path: string, detections: readonly Detection[]) =>
+      applyDetections(text, detections, path, policy, session);
   const scanLeaf =
     (policy: Policy, findings: Finding[], counts: ScanResult['counts']) =>
-    (text: string, path: readonly PathSegment[], detections: readonly Detection[]) => {
-      const at = formatJsonPath(path);
+    (text: string, at: string, detections: readonly Detection[]) => {
       for (const d of detections) {
         counts[d.type] = (counts[d.type] ?? 0) + 1;
         findings.push({
@@ -285,10 +262,8 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
     transformValue(value, options = {}) {
       const policy = policyFor(options.tool);
       const session = createSession(options.tokenizer ?? defaultTokenizer);
-      const limits = limitsOf(options);
       const out = detectThenMap(
-        (visit, checked) => mapStringLeaves(value, visit, checked ? unbounded(limits) : limits),
-        value,
+        collectStringLeaves(value, limitsOf(options)),
         policy,
         transformLeaf(policy, session),
       );
@@ -297,11 +272,8 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
     transformMcp(phase, method, message, options = {}) {
       const policy = policyFor(toolOf(phase, method, message, options));
       const session = createSession(options.tokenizer ?? defaultTokenizer);
-      const limits = limitsOf(options);
       const out = detectThenMap(
-        (visit, checked) =>
-          mapMcpStrings(phase, method, message, visit, checked ? unbounded(limits) : limits),
-        message,
+        collectMcpStrings(phase, method, message, limitsOf(options)),
         policy,
         transformLeaf(policy, session),
       );
@@ -311,10 +283,8 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
       const findings: Finding[] = [];
       const counts: ScanResult['counts'] = {};
       const policy = policyFor(options.tool);
-      const limits = limitsOf(options);
       detectThenMap(
-        (visit) => mapStringLeaves(value, visit, limits),
-        value,
+        collectStringLeaves(value, limitsOf(options)),
         policy,
         scanLeaf(policy, findings, counts),
       );
@@ -324,10 +294,8 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
       const findings: Finding[] = [];
       const counts: ScanResult['counts'] = {};
       const policy = policyFor(toolOf(phase, method, message, options));
-      const limits = limitsOf(options);
       detectThenMap(
-        (visit) => mapMcpStrings(phase, method, message, visit, limits),
-        message,
+        collectMcpStrings(phase, method, message, limitsOf(options)),
         policy,
         scanLeaf(policy, findings, counts),
       );

@@ -7,6 +7,7 @@ import {
   mcpTargets,
   PiiLimitError,
 } from './index.ts';
+import { collectMcpStrings, collectStringLeaves } from './walk.ts';
 
 const upper = (s: string) => s.toUpperCase();
 
@@ -172,5 +173,109 @@ describe('MCP parts', () => {
     const r = createPiiEngine().transformMcp('request', 'tools/call', params);
     expect(r.value).toBe(params);
     expect(r.changed).toBe(false);
+  });
+});
+
+describe('collecting leaves and writing replacements back', () => {
+  it('collects in the order mapStringLeaves visits, with keys and paths', () => {
+    const value = { a: 'x', list: ['y', 2, { 'e-mail': 'z' }], n: null };
+    const leaves = collectStringLeaves(value);
+    const visited: Array<[string, string]> = [];
+    mapStringLeaves(value, (text, path) => {
+      visited.push([text, formatJsonPath(path)]);
+      return text;
+    });
+    expect(leaves.texts.map((t, i) => [t, leaves.pathText(i)])).toEqual(visited);
+    expect(leaves.keys).toEqual(['a', 0, 'e-mail']);
+    expect(leaves.path(2)).toEqual(['list', 2, 'e-mail']);
+    expect(leaves.pathText(2)).toBe('list[2]["e-mail"]');
+  });
+
+  it('copies only the containers on changed paths', () => {
+    const value = { a: { b: 'keep' }, c: ['x', { d: 'change me' }], e: ['y'] };
+    const leaves = collectStringLeaves(value);
+    const d = leaves.texts.indexOf('change me');
+    const out = leaves.replace([d], ['changed']);
+    expect(out).toEqual({ a: { b: 'keep' }, c: ['x', { d: 'changed' }], e: ['y'] });
+    expect(out).not.toBe(value);
+    expect(out.a).toBe(value.a);
+    expect(out.e).toBe(value.e);
+    expect(out.c).not.toBe(value.c);
+    expect(value.c[1]).toEqual({ d: 'change me' });
+    // The same text is no change.
+    expect(leaves.replace([0], ['keep'])).toBe(value);
+  });
+
+  it('replaces a root string and keeps "__proto__" an own property', () => {
+    expect(collectStringLeaves('abc').replace([0], ['ABC'])).toBe('ABC');
+    const value = JSON.parse('{"__proto__": "x", "a": "y"}') as Record<string, unknown>;
+    const out = collectStringLeaves(value).replace([0, 1], ['X', 'Y']) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.hasOwn(out, '__proto__')).toBe(true);
+    expect(out).toEqual(JSON.parse('{"__proto__": "X", "a": "Y"}'));
+  });
+
+  it('shares the containers MCP target patterns have in common', () => {
+    const result = {
+      content: [
+        { type: 'text', text: 'a', resource: { text: 'b' } },
+        { type: 'text', text: 'c' },
+      ],
+      structuredContent: { s: 'd' },
+    };
+    const leaves = collectMcpStrings('response', 'tools/call', result);
+    expect(leaves.texts).toEqual(['a', 'c', 'b', 'd']);
+    expect(leaves.texts.map((_t, i) => leaves.pathText(i))).toEqual([
+      'content[0].text',
+      'content[1].text',
+      'content[0].resource.text',
+      'structuredContent.s',
+    ]);
+    const out = leaves.replace([0, 2, 3], ['A', 'B', 'D']);
+    expect(out).toEqual({
+      content: [
+        { type: 'text', text: 'A', resource: { text: 'B' } },
+        { type: 'text', text: 'c' },
+      ],
+      structuredContent: { s: 'D' },
+    });
+    expect(out.content[1]).toBe(result.content[1]);
+    expect(mapMcpStrings('response', 'tools/call', result, upper)).toEqual({
+      content: [
+        { type: 'text', text: 'A', resource: { text: 'B' } },
+        { type: 'text', text: 'C' },
+      ],
+      structuredContent: { s: 'D' },
+    });
+  });
+
+  it('throws the limits where mapStringLeaves does', () => {
+    const value = { a: 'x'.repeat(600), b: ['é'.repeat(300)], c: 'é' };
+    // Three bytes per character (an upper bound) are counted until they pass the limit.
+    for (const max of [0, 599, 600, 1199, 1200, 1201, 1202, 1800, 2000, 2700, 3000]) {
+      const mapped = (() => {
+        try {
+          mapStringLeaves(value, upper, { maxStringBytes: max });
+          return 'ok';
+        } catch (error) {
+          return (error as PiiLimitError).path;
+        }
+      })();
+      const collected = (() => {
+        try {
+          collectStringLeaves(value, { maxStringBytes: max });
+          return 'ok';
+        } catch (error) {
+          return (error as PiiLimitError).path;
+        }
+      })();
+      expect(collected).toBe(mapped);
+    }
+    let deep: unknown = 'x';
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(() => collectStringLeaves(deep)).toThrow(PiiLimitError);
+    expect(() => collectMcpStrings('request', 'tools/call', { arguments: deep })).toThrow(
+      PiiLimitError,
+    );
   });
 });

@@ -25,6 +25,14 @@ export type LeafVisitor = (text: string, path: readonly PathSegment[]) => string
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
+/** `prefix` (a formatted path) followed by `seg` as formatJsonPath writes it. */
+function appendPathSegment(prefix: string, seg: PathSegment | undefined): string {
+  if (seg === undefined) return prefix;
+  if (typeof seg === 'number') return `${prefix}[${seg}]`;
+  if (!IDENTIFIER.test(seg)) return `${prefix}[${JSON.stringify(seg)}]`;
+  return prefix === '' ? seg : `${prefix}.${seg}`;
+}
+
 /**
  * A path as text: `content[0].text`, `arguments.note`; keys that are not identifiers are
  * quoted (`arguments["e-mail"]`). The root is `''`.
@@ -231,4 +239,245 @@ export function mapMcpStrings<T>(
     out = applyPattern(out, pattern, 0, 0, [], state);
   }
   return out as T;
+}
+
+/**
+ * The string leaves of a JSON value found by one walk, with where each one sits, so that
+ * replacements are written back by copying only the containers on their paths, without a
+ * second walk. Built by {@link collectStringLeaves} or {@link collectMcpStrings}.
+ */
+export class StringLeaves<T> {
+  /** The leaves, in walk order. */
+  readonly texts: string[] = [];
+  /** The last path segment of each leaf (`undefined` for a root string). */
+  readonly keys: Array<PathSegment | undefined> = [];
+  /** The container of each leaf (index into the nodes), -1 for a root string. */
+  private readonly leafParents: number[] = [];
+  // Containers on the way to the leaves: the value, its container and its key there.
+  private readonly nodeValues: unknown[] = [];
+  private readonly nodeParents: number[] = [];
+  private readonly nodeKeys: Array<PathSegment | undefined> = [];
+  /** Formatted paths of the nodes, filled on demand. */
+  private readonly nodePathTexts: Array<string | undefined> = [];
+  /** Nodes by parent and key, for the parts of MCP target patterns that several share. */
+  private shared: Map<number, Map<PathSegment | undefined, number>> | undefined;
+  private bytes = 0;
+  /** Whether `bytes` is exact (else an upper bound, three per UTF-16 unit). */
+  private exact = false;
+
+  constructor(
+    readonly root: T,
+    private readonly maxDepth: number,
+    private readonly maxStringBytes: number,
+  ) {}
+
+  /** The path of leaf `i` (a new array). */
+  path(i: number): PathSegment[] {
+    return this.pathTo(this.leafParents[i] ?? -1, this.keys[i]);
+  }
+
+  /** `formatJsonPath(this.path(i))`, with the containers' paths formatted once. */
+  pathText(i: number): string {
+    const parent = this.leafParents[i] ?? -1;
+    const prefix = parent < 0 ? '' : this.nodePathText(parent);
+    return appendPathSegment(prefix, this.keys[i]);
+  }
+
+  private nodePathText(n: number): string {
+    let text = this.nodePathTexts[n];
+    if (text === undefined) {
+      const parent = this.nodeParents[n] ?? -1;
+      const prefix = parent < 0 ? '' : this.nodePathText(parent);
+      text = appendPathSegment(prefix, this.nodeKeys[n]);
+      this.nodePathTexts[n] = text;
+    }
+    return text;
+  }
+
+  private pathTo(parent: number, key: PathSegment | undefined): PathSegment[] {
+    const path: PathSegment[] = key === undefined ? [] : [key];
+    for (let n = parent; n >= 0; n = this.nodeParents[n] ?? -1) {
+      const k = this.nodeKeys[n];
+      if (k !== undefined) path.push(k);
+    }
+    return path.reverse();
+  }
+
+  /** Record a container entered at `depth` (a {@link PiiLimitError} past `maxDepth`). */
+  node(value: unknown, depth: number, parent: number, key: PathSegment | undefined): number {
+    if (depth >= this.maxDepth) {
+      throw new PiiLimitError('maxDepth', this.maxDepth, formatJsonPath(this.pathTo(parent, key)));
+    }
+    this.nodeValues.push(value);
+    this.nodeParents.push(parent);
+    this.nodeKeys.push(key);
+    return this.nodeValues.length - 1;
+  }
+
+  /** {@link StringLeaves.node}, once per `parent` and `key` (MCP target patterns share prefixes). */
+  sharedNode(value: unknown, depth: number, parent: number, key: PathSegment | undefined): number {
+    if (this.shared === undefined) this.shared = new Map();
+    let children = this.shared.get(parent);
+    if (children === undefined) {
+      children = new Map();
+      this.shared.set(parent, children);
+    }
+    let n = children.get(key);
+    if (n === undefined) {
+      n = this.node(value, depth, parent, key);
+      children.set(key, n);
+    }
+    return n;
+  }
+
+  /**
+   * Count a string's UTF-8 bytes towards `maxStringBytes`. While three bytes per UTF-16 unit
+   * (an upper bound) stay within it, nothing is measured; past that, the exact total of the
+   * strings so far is taken once and kept exact from then on.
+   */
+  private countBytes(value: string): void {
+    if (this.exact) {
+      this.bytes += Buffer.byteLength(value, 'utf8');
+      return;
+    }
+    this.bytes += 3 * value.length;
+    if (this.bytes <= this.maxStringBytes) return;
+    this.exact = true;
+    this.bytes = Buffer.byteLength(value, 'utf8');
+    for (const text of this.texts) this.bytes += Buffer.byteLength(text, 'utf8');
+  }
+
+  /** Collect every string leaf of `value` (see {@link walk}: same order, same limits). */
+  collect(value: unknown, depth: number, parent: number, key: PathSegment | undefined): void {
+    if (typeof value === 'string') {
+      if (this.maxStringBytes !== Number.POSITIVE_INFINITY) this.countBytes(value);
+      if (this.bytes > this.maxStringBytes) {
+        throw new PiiLimitError(
+          'maxStringBytes',
+          this.maxStringBytes,
+          formatJsonPath(this.pathTo(parent, key)),
+        );
+      }
+      this.texts.push(value);
+      this.keys.push(key);
+      this.leafParents.push(parent);
+      return;
+    }
+    if (Array.isArray(value)) {
+      const n = this.node(value, depth, parent, key);
+      for (let i = 0; i < value.length; i++) this.collect(value[i], depth + 1, n, i);
+      return;
+    }
+    if (isPlainObject(value)) {
+      const n = this.node(value, depth, parent, key);
+      for (const k in value) {
+        if (Object.hasOwn(value, k)) this.collect(value[k], depth + 1, n, k);
+      }
+    }
+  }
+
+  /**
+   * The value with leaf `leaves[k]` replaced by `texts[k]` (when different): containers on the
+   * changed paths are copied, everything else is shared; the root itself when nothing changed.
+   */
+  replace(leaves: readonly number[], texts: readonly string[]): T {
+    let root: unknown = this.root;
+    const copies = new Map<number, unknown>();
+    const copyOf = (n: number): unknown => {
+      let copy = copies.get(n);
+      if (copy === undefined) {
+        const value = this.nodeValues[n];
+        copy = Array.isArray(value) ? value.slice() : { ...(value as Record<string, unknown>) };
+        copies.set(n, copy);
+        const parent = this.nodeParents[n] ?? -1;
+        if (parent >= 0) setChild(copyOf(parent), this.nodeKeys[n], copy);
+        else root = copy;
+      }
+      return copy;
+    };
+    for (let k = 0; k < leaves.length; k++) {
+      const i = leaves[k] as number;
+      const text = texts[k] as string;
+      if (text === this.texts[i]) continue;
+      const parent = this.leafParents[i] ?? -1;
+      if (parent >= 0) setChild(copyOf(parent), this.keys[i], text);
+      else root = text;
+    }
+    return root as T;
+  }
+}
+
+// See KEPT_TEXT_SCANS (detectors/recognizer.ts): one instance kept alive keeps the hidden class
+// alive, and the functions optimized for it stay optimized across full GCs.
+export const KEPT_STRING_LEAVES = new StringLeaves<unknown>(undefined, 1, 0);
+
+function setChild(container: unknown, key: PathSegment | undefined, value: unknown): void {
+  if (typeof key === 'number') (container as unknown[])[key] = value;
+  else setOwn(container as Record<string, unknown>, key as string, value);
+}
+
+function limitsOf(limits: WalkLimits = {}): [maxDepth: number, maxStringBytes: number] {
+  const { maxDepth, maxStringBytes } = stateOf(() => '', limits);
+  return [maxDepth, maxStringBytes];
+}
+
+/**
+ * Collect every string leaf of `value` in the order {@link mapStringLeaves} visits them; throws
+ * {@link PiiLimitError} past `limits` as it does.
+ */
+export function collectStringLeaves<T>(value: T, limits?: WalkLimits): StringLeaves<T> {
+  const leaves = new StringLeaves(value, ...limitsOf(limits));
+  leaves.collect(value, 0, -1, undefined);
+  return leaves;
+}
+
+function collectPattern(
+  leaves: StringLeaves<unknown>,
+  value: unknown,
+  pattern: TargetPattern,
+  index: number,
+  depth: number,
+  parent: number,
+  key: PathSegment | undefined,
+): void {
+  if (index === pattern.length) {
+    leaves.collect(value, depth, parent, key);
+    return;
+  }
+  const seg = pattern[index];
+  if (seg === '*') {
+    if (Array.isArray(value)) {
+      const n = leaves.sharedNode(value, depth, parent, key);
+      for (let i = 0; i < value.length; i++) {
+        collectPattern(leaves, value[i], pattern, index + 1, depth + 1, n, i);
+      }
+      return;
+    }
+    if (!isPlainObject(value)) return;
+    const n = leaves.sharedNode(value, depth, parent, key);
+    for (const k of Object.keys(value)) {
+      collectPattern(leaves, value[k], pattern, index + 1, depth + 1, n, k);
+    }
+    return;
+  }
+  if (typeof seg !== 'string' || !isPlainObject(value) || !Object.hasOwn(value, seg)) return;
+  const n = leaves.sharedNode(value, depth, parent, key);
+  collectPattern(leaves, value[seg], pattern, index + 1, depth + 1, n, seg);
+}
+
+/**
+ * Collect the string leaves of the {@link mcpTargets} of an MCP message in the order
+ * {@link mapMcpStrings} visits them; throws {@link PiiLimitError} past `limits` as it does.
+ */
+export function collectMcpStrings<T>(
+  phase: McpPhase,
+  method: string,
+  message: T,
+  limits?: WalkLimits,
+): StringLeaves<T> {
+  const leaves = new StringLeaves(message, ...limitsOf(limits));
+  for (const pattern of mcpTargets(method, phase)) {
+    collectPattern(leaves as StringLeaves<unknown>, message, pattern, 0, 0, -1, undefined);
+  }
+  return leaves;
 }

@@ -11,7 +11,15 @@
  * as a whole, scored 0.99 so that a detection inside it (an e-mail in a password) cannot leave
  * the rest of the value in place.
  */
-import { type Candidate, forEachMatchAt, type Recognizer } from './recognizer.ts';
+
+import { codeAt } from './chars.ts';
+import {
+  type Candidate,
+  forEachMatchAt,
+  type Recognizer,
+  sharedIndexesOf,
+  type TextScans,
+} from './recognizer.ts';
 
 // A trie, so that each position is tried against one branch per first letter.
 const KEYWORD = String.raw`pass(?:word|wd|phrase)?|pwd|secret(?:[_\-]?key)?|api[_\-]?(?:key|secret)|access[_\-]?(?:key|token)|(?:auth|refresh|id|bearer)[_\-]?token|client[_\-]?secret|private[_\-]?key|token|credentials?`;
@@ -22,25 +30,57 @@ const ASSIGNMENT = new RegExp(
   String.raw`(?<keyword>${KEYWORD})(?![A-Za-z0-9])["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?<dq>[^"\r\n]{1,512})"|'(?<sq>[^'\r\n]{1,512})'|(?<bare>[^\s"'\x60,;&<>(){}\[\]]{1,512}))`,
   'iy',
 );
-// An operator with a keyword (an optional quote and blanks between) right before it. Scanning
-// for `:` and `=` and looking behind there is several times cheaper than trying the keyword
-// trie at every letter of the text.
-const OPERATOR = new RegExp(
+// An operator with a keyword (an optional quote and blanks between) right before it, tried
+// at each `:` and `=` (shared with other recognizers) whose keyword ending passes
+// keywordEnding: far cheaper than trying the keyword trie at every letter of the text.
+/** Exported for tests: tried at each `:` and `=` passing keywordEnding. */
+export const OPERATOR = new RegExp(
   String.raw`[:=](?<=(?:${KEYWORD})(?![A-Za-z0-9])["']?[ \t]*[:=])`,
-  'gi',
+  'iy',
 );
+// The last two letters of every keyword, by (first - 97) * 26 + (second - 97).
+const KEYWORD_ENDINGS = new Uint8Array(26 * 26);
+for (const ending of ['ss', 'rd', 'wd', 'se', 'et', 'ey', 'en', 'al', 'ls']) {
+  KEYWORD_ENDINGS[(ending.charCodeAt(0) - 97) * 26 + ending.charCodeAt(1) - 97] = 1;
+}
+
+/**
+ * Whether the operator at `at` follows (blanks and an optional quote between) two characters
+ * that end a keyword, in any case: a necessary condition for OPERATOR to match there.
+ */
+export function keywordEnding(text: string, at: number): boolean {
+  let end = at;
+  while (end > 0 && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9)) end--;
+  const q = codeAt(text, end - 1);
+  if (q === 34 || q === 39) end--;
+  if (end < 2) return false;
+  const a = text.charCodeAt(end - 2) | 32;
+  const b = text.charCodeAt(end - 1) | 32;
+  if (a < 97 || a > 122 || b < 97 || b > 122) return false;
+  return KEYWORD_ENDINGS[(a - 97) * 26 + b - 97] === 1;
+}
+
 // The shortest and longest keywords: `pwd`, `client_secret`.
 const KEYWORD_MIN = 3;
 const KEYWORD_MAX = 13;
 
 /** Every position (ascending) where a keyword followed by an operator may start. */
-function keywordStarts(text: string): number[] {
+function keywordStarts(text: string, scans: TextScans | undefined): number[] {
   const starts: number[] = [];
   let next = 0;
-  OPERATOR.lastIndex = 0;
-  for (let m = OPERATOR.exec(text); m !== null; m = OPERATOR.exec(text)) {
+  // The `:` and `=` of the text, in order.
+  const colons = sharedIndexesOf(text, ':', scans);
+  const equals = sharedIndexesOf(text, '=', scans);
+  for (let i = 0, j = 0; i < colons.length || j < equals.length; ) {
+    const at =
+      j >= equals.length || (i < colons.length && (colons[i] as number) < (equals[j] as number))
+        ? (colons[i++] as number)
+        : (equals[j++] as number);
+    if (!keywordEnding(text, at)) continue;
+    OPERATOR.lastIndex = at;
+    if (!OPERATOR.test(text)) continue;
     // Back over the blanks and the optional quote to the end of the keyword.
-    let end = m.index;
+    let end = at;
     while (end > 0 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end--;
     if (text[end - 1] === '"' || text[end - 1] === "'") end--;
     for (let s = Math.max(next, end - KEYWORD_MAX); s <= end - KEYWORD_MIN; s++) starts.push(s);
@@ -105,8 +145,8 @@ function keyAccepted(prefix: string, keyword: string, keywordText: string): bool
 export const assignmentRecognizer: Recognizer = {
   name: 'assignment',
   types: ['SECRET'],
-  find(text, _env, out: Candidate[]) {
-    forEachMatchAt(ASSIGNMENT, text, keywordStarts(text), (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    forEachMatchAt(ASSIGNMENT, text, keywordStarts(text, scans), (m) => {
       const g = m.groups ?? {};
       let from = m.index;
       while (from > 0 && m.index - from <= 40 && PREFIX_CHAR.test(text[from - 1] ?? '')) from--;

@@ -8,22 +8,26 @@
  * retried once without a trailing group of ≤ 4 digits ("4111 1111 1111 1111 12/27" → the
  * card), if at least 13 digits remain.
  */
+
+import { groupsInRuns } from './digits.ts';
 import {
   ASCII_NOT_AFTER_WORD,
   ASCII_NOT_BEFORE_WORD,
   allSameChar,
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
+  forEachMatchAt,
   HAS_DIGIT,
   isWordCharAt,
   luhnValid,
   type Recognizer,
 } from './recognizer.ts';
 
-const RUN = new RegExp(
+/** The card run (sticky; exported for tests). */
+export const CARD_RUN = new RegExp(
   `${ASCII_NOT_AFTER_WORD}(?<![\\-.+])\\d(?:[ \\-]?\\d){11,22}${ASCII_NOT_BEFORE_WORD}(?![\\-.]\\d)`,
-  'g',
+  'y',
 );
 
 type Range = readonly [lo: number, hi: number, prefixDigits: number, lengths: readonly number[]];
@@ -132,8 +136,9 @@ export const creditCardRecognizer: Recognizer = {
   name: 'credit-card',
   types: ['CREDIT_CARD'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    forEachMatch(RUN, text, (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    // Tried at the digit groups of runs with 12 digits or more.
+    forEachMatchAt(CARD_RUN, text, groupsInRuns(digitRunsOf(text, scans), 12), (m) => {
       // One kind of separator: the run ends where another kind starts ("4111-…-1111 12/27").
       const first = /[ -]/.exec(m[0])?.[0];
       const other = first === undefined ? -1 : m[0].indexOf(first === ' ' ? '-' : ' ');

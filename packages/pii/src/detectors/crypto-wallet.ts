@@ -8,20 +8,50 @@
  *   single-case addresses carry no checksum, 0.5.
  */
 import { createHash } from 'node:crypto';
+import { codeAt } from './chars.ts';
 import { keccak256 } from './keccak.ts';
 import {
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
+  forEachMatchAt,
   HAS_DIGIT,
   memoize,
   type Recognizer,
+  type TextScans,
 } from './recognizer.ts';
 
 const BASE58_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-// One pass for the three forms: Ethereum, SegWit, base58check.
-const ADDRESS =
-  /(?<![A-Za-z0-9])(?:0x[0-9a-fA-F]{40}|(?:bc1|BC1)[02-9ac-hj-np-zAC-HJ-NP-Z]{8,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})(?![A-Za-z0-9])/g;
+// One pattern for the three forms: Ethereum, SegWit, base58check.
+/** Exported for tests (sticky). */
+export const ADDRESS =
+  /(?<![A-Za-z0-9])(?:0x[0-9a-fA-F]{40}|(?:bc1|BC1)[02-9ac-hj-np-zAC-HJ-NP-Z]{8,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34})(?![A-Za-z0-9])/y;
+
+function isAsciiAlnum(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+/**
+ * Where an address may start (ascending): every form begins at a digit group — `0x…`, `1…`
+ * and `3…` at the group itself, `bc1…` two before its `1` — with no letter or digit before.
+ */
+export function addressStarts(text: string, scans: TextScans | undefined): number[] {
+  const starts: number[] = [];
+  for (const g of digitRunsOf(text, scans).groups) {
+    const c = text.charCodeAt(g);
+    if (c === 49 || c === 51 || (c === 48 && codeAt(text, g + 1) === 120)) {
+      if (!isAsciiAlnum(codeAt(text, g - 1))) starts.push(g);
+      else if (
+        c === 49 &&
+        (text.startsWith('bc', g - 2) || text.startsWith('BC', g - 2)) &&
+        !isAsciiAlnum(codeAt(text, g - 3))
+      ) {
+        starts.push(g - 2);
+      }
+    }
+  }
+  return starts;
+}
 
 /** Decode base58 to bytes, or `undefined` on a character outside the alphabet. */
 export function base58Decode(s: string): Uint8Array | undefined {
@@ -183,8 +213,8 @@ export const cryptoWalletRecognizer: Recognizer = {
   name: 'crypto-wallet',
   types: ['CRYPTO'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    forEachMatch(ADDRESS, text, (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    forEachMatchAt(ADDRESS, text, addressStarts(text, scans), (m) => {
       const score = cachedAddressScore(m[0]);
       if (score > 0) emit(m, score, out);
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createPiiEngine } from '../index.ts';
-import { plausibleDate } from './date-of-birth.ts';
+import { hasPhraseCue, plausibleDate } from './date-of-birth.ts';
 
 const engine = createPiiEngine();
 const found = (text: string) =>
@@ -42,5 +42,31 @@ describe('DATE_OF_BIRTH', () => {
     ['13/13/1999', false],
   ])('plausibleDate(%s) = %s', (date, ok) => {
     expect(plausibleDate(date)).toBe(ok);
+  });
+});
+
+describe('the birth phrase cue', () => {
+  it.each([
+    'born',
+    'BORN',
+    'reborn',
+    'Birthday',
+    'DoB',
+    'adobe',
+    'D.O.B',
+    'd.o.b',
+    'Geboren',
+    'bor n',
+    'd.ob',
+    'do.b',
+    'b',
+    'B',
+    'bornbirth',
+    'ßorn',
+    '\u212aborn',
+    '',
+    'no cue here',
+  ])('%j as /born|birth|dob|d\\.o\\.b|geboren/i', (text) => {
+    expect(hasPhraseCue(text)).toBe(/born|birth|dob|d\.o\.b|geboren/i.test(text));
   });
 });

@@ -31,11 +31,46 @@ const DATE = [
   String.raw`\d{1,2}(?:st|nd|rd|th)?(?:\s+of)?\s+(?:${MONTHS})\.?,?\s+\d{4}`,
   String.raw`(?:${MONTHS})\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}`,
 ].join('|');
-const PHRASE_CUE = /born|birth|dob|d\.o\.b|geboren/i;
 const DOB = new RegExp(
   String.raw`(?<![A-Za-z0-9])${PHRASE}(?![\p{L}\p{N}])[^\d\n\r]{0,24}?(?<date>${DATE})(?![\p{N}])`,
   'iuy',
 );
+
+/** Whether `text` holds `word` (lower-case ASCII letters and dots) at `at`, in any case. */
+function hasWordAt(text: string, at: number, word: string): boolean {
+  if (at < 0 || at + word.length > text.length) return false;
+  for (let k = 0; k < word.length; k++) {
+    const w = word.charCodeAt(k);
+    const c = text.charCodeAt(at + k);
+    if (c !== w && !(w >= 97 && w <= 122 && c === w - 32)) return false;
+  }
+  return true;
+}
+
+/** Whether one of the cue words has the `b` or `B` at `i`. */
+function cueAt(text: string, i: number): boolean {
+  return (
+    hasWordAt(text, i, 'born') ||
+    hasWordAt(text, i, 'birth') ||
+    hasWordAt(text, i - 2, 'dob') ||
+    hasWordAt(text, i - 4, 'd.o.b') ||
+    hasWordAt(text, i - 2, 'geboren')
+  );
+}
+
+/**
+ * `/born|birth|dob|d\.o\.b|geboren/i.test(text)`, several times faster: each of these has a
+ * `b`, found with indexOf.
+ */
+export function hasPhraseCue(text: string): boolean {
+  for (const b of ['b', 'B']) {
+    for (let i = text.indexOf(b); i !== -1; i = text.indexOf(b, i + 1)) {
+      if (cueAt(text, i)) return true;
+    }
+  }
+  return false;
+}
+
 // Where a phrase can start (a superset: the sticky DOB decides). Not a Unicode regex, which
 // is several times slower to run over a whole text.
 const PHRASE_START = /born|date|d\.?o\.?b|birth|geboren|n[ée]e?\s/gi;
@@ -82,7 +117,7 @@ export const dateOfBirthRecognizer: Recognizer = {
   find(text, _env, out: Candidate[]) {
     // `né le` is looked up apart: a non-ASCII letter in a case-insensitive alternation makes
     // the whole scan twice as slow.
-    if (!PHRASE_CUE.test(text) && !text.includes('é le') && !text.includes('É LE')) return;
+    if (!hasPhraseCue(text) && !text.includes('é le') && !text.includes('É LE')) return;
     forEachMatchAt(DOB, text, matchIndexes(PHRASE_START, text), (m) => {
       if (/[\p{L}\p{N}]/u.test(text[m.index - 1] ?? '')) return;
       const date = m.groups?.date ?? '';

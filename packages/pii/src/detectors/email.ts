@@ -25,14 +25,35 @@ const LOCAL_CHAR = /[\p{sc=Latin}\p{M}0-9!#$%&*+^_~.-]/u;
 
 const CONTEXT = contextRule({ words: ['email', 'mail', 'e', 'contact', 'address', 'mailto'] });
 
+// LOCAL_CHAR over ASCII: letters, digits and !#$%&*+^_~.-
+const ASCII_LOCAL = new Uint8Array(128);
+for (const c of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&*+^_~.-') {
+  ASCII_LOCAL[c.charCodeAt(0)] = 1;
+}
+
+function isLocalChar(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return c < 128 ? ASCII_LOCAL[c] === 1 : LOCAL_CHAR.test(text[i] ?? '');
+}
+
 /** Start of the local part ending at `at`, or -1 when there is none. */
 function localStart(text: string, at: number): number {
   let start = at;
-  while (start > 0 && at - start <= 64 && LOCAL_CHAR.test(text[start - 1] ?? '')) start--;
+  while (start > 0 && at - start <= 64 && isLocalChar(text, start - 1)) start--;
   if (start === at || at - start > 64) return -1;
   const local = text.slice(start, at);
   if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return -1;
   return start;
+}
+
+/** Whether a part of `domain` between dots is longer than 64 characters. */
+function longLabel(domain: string): boolean {
+  let from = 0;
+  for (let dot = domain.indexOf('.'); dot !== -1; dot = domain.indexOf('.', from)) {
+    if (dot - from > 64) return true;
+    from = dot + 1;
+  }
+  return domain.length - from > 64;
 }
 
 /** Recognizer for EMAIL_ADDRESS (base score 0.9). */
@@ -45,7 +66,7 @@ export const emailRecognizer: Recognizer = {
       const start = localStart(text, m.index);
       if (start === -1) return;
       const end = m.index + m[0].length;
-      if (end - start > 254 || m[0].split('.').some((label) => label.length > 64)) return;
+      if (end - start > 254 || longLabel(m[0])) return;
       // `scheme://user@host` is a URL's user name, not an address.
       if (text.startsWith('://', start - 3)) return;
       out.push({

@@ -5,11 +5,13 @@
  * words ("… 32 to my account") are never swallowed; a compact value that runs on into more
  * letters or digits is rejected.
  */
+
+import { codeAt } from './chars.ts';
 import {
   ASCII_NOT_AFTER_WORD,
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
   HAS_DIGIT,
   isBounded,
   type Recognizer,
@@ -108,10 +110,34 @@ export const IBAN_LENGTHS: Readonly<Record<string, number>> = {
   YE: 30,
 };
 
-const CANDIDATE = new RegExp(
+/** Exported for tests (sticky). */
+export const IBAN_CANDIDATE = new RegExp(
   `${ASCII_NOT_AFTER_WORD}[A-Za-z]{2}\\d{2}(?: ?[A-Za-z0-9]){11,30}`,
-  'g',
+  'y',
 );
+
+function isAsciiLetter(c: number): boolean {
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+function isAsciiWord(c: number): boolean {
+  return isAsciiLetter(c) || (c >= 48 && c <= 57) || c === 95;
+}
+
+/**
+ * Whether a candidate may start at `p`, two before the digit group at `p + 2`: two ASCII
+ * letters, two digits, no ASCII word character before.
+ */
+function mayStart(text: string, p: number): boolean {
+  const d = codeAt(text, p + 3);
+  return (
+    isAsciiLetter(codeAt(text, p)) &&
+    isAsciiLetter(codeAt(text, p + 1)) &&
+    d >= 48 &&
+    d <= 57 &&
+    !isAsciiWord(codeAt(text, p - 1))
+  );
+}
 
 /** ISO 7064 mod-97-10 over an upper-case compact IBAN: true when the remainder is 1. */
 export function ibanChecksumValid(iban: string): boolean {
@@ -141,14 +167,22 @@ export const ibanRecognizer: Recognizer = {
   name: 'iban',
   types: ['IBAN_CODE'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    forEachMatch(CANDIDATE, text, (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    // What a global scan finds: the candidate is tried where it may start (two letters before
+    // a digit group), the next one looked for from where the scan would resume.
+    let resume = 0;
+    for (const g of digitRunsOf(text, scans).groups) {
+      const p = g - 2;
+      if (p < resume || !mayStart(text, p)) continue;
+      IBAN_CANDIDATE.lastIndex = p;
+      const m = IBAN_CANDIDATE.exec(text);
+      if (m === null) continue;
       const raw = m[0];
       // The candidate may have run past the IBAN: resume right after its country code, or
       // after the IBAN once one is accepted, so a following value is still seen.
-      CANDIDATE.lastIndex = m.index + 2;
+      resume = m.index + 2;
       const length = IBAN_LENGTHS[raw.slice(0, 2).toUpperCase()];
-      if (length === undefined) return;
+      if (length === undefined) continue;
       // Cut the candidate after `length` significant characters.
       let seen = 0;
       let end = 0;
@@ -156,12 +190,12 @@ export const ibanRecognizer: Recognizer = {
         if (raw[end] !== ' ') seen++;
         end++;
       }
-      if (seen < length) return;
+      if (seen < length) continue;
       const value = raw.slice(0, end);
       const compact = value.replace(/ /g, '').toUpperCase();
-      if (!ibanChecksumValid(compact)) return;
-      if (!isBounded(text, m.index, m.index + end)) return;
-      CANDIDATE.lastIndex = m.index + end;
+      if (!ibanChecksumValid(compact)) continue;
+      if (!isBounded(text, m.index, m.index + end)) continue;
+      resume = m.index + end;
       out.push({
         type: 'IBAN_CODE',
         start: m.index,
@@ -170,6 +204,6 @@ export const ibanRecognizer: Recognizer = {
         recognizer: 'iban',
         context: CONTEXT,
       });
-    });
+    }
   },
 };

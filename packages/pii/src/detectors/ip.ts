@@ -7,22 +7,29 @@
  * forms without a single digit (`dead::beef`) 0.2 — those need an IP word nearby. Version words
  * (`version 1.2.3.4`) subtract 0.35.
  */
+
+import { codeAt } from './chars.ts';
+import { groupsInRuns } from './digits.ts';
 import {
   ASCII_NOT_AFTER_WORD,
   ASCII_NOT_BEFORE_WORD,
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
+  forEachMatchAt,
   HAS_DIGIT,
   isBounded,
   isWordCharAt,
   type Recognizer,
+  sharedIndexesOf,
+  type TextScans,
 } from './recognizer.ts';
 
 const OCTET = String.raw`(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`;
-const IPV4 = new RegExp(
+/** Exported for tests (sticky). */
+export const IPV4 = new RegExp(
   `${ASCII_NOT_AFTER_WORD}(?<![.\\-])(?:${OCTET}\\.){3}${OCTET}${ASCII_NOT_BEFORE_WORD}(?![.\\-]\\d)`,
-  'g',
+  'y',
 );
 const IPV4_EXACT = new RegExp(`^(?:${OCTET}\\.){3}${OCTET}$`);
 const HEX_GROUP = /^[0-9A-Fa-f]{1,4}$/;
@@ -38,19 +45,25 @@ const ZONE_CHAR = /[0-9A-Za-z_~-]/;
  * the colon is much cheaper than a regex starting at every hex letter of prose), with an
  * optional `%zone`, not touching a word on either side.
  */
-function ipv6Runs(text: string, emit: (start: number, end: number) => void): void {
+function ipv6Runs(
+  text: string,
+  scans: TextScans | undefined,
+  emit: (start: number, end: number, colons: number) => void,
+): void {
   let covered = 0;
-  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', Math.max(i + 1, covered))) {
+  for (const i of sharedIndexesOf(text, ':', scans)) {
+    if (i < covered) continue;
     let s = i;
-    while (s > 0 && i - s < 40 && (isHex(text.charCodeAt(s - 1)) || text[s - 1] === ':')) s--;
+    while (s > 0 && i - s < 40 && (isHex(text.charCodeAt(s - 1)) || text.charCodeAt(s - 1) === 58))
+      s--;
     let e = i + 1;
     while (e < text.length && e - s < 60) {
       const c = text.charCodeAt(e);
       if (!isHex(c) && c !== 58 && c !== 46) break;
       e++;
     }
-    while (e > s && text[e - 1] === '.') e--;
-    if (text[e] === '%') {
+    while (e > s && text.charCodeAt(e - 1) === 46) e--;
+    if (codeAt(text, e) === 37) {
       let z = e + 1;
       while (z < text.length && z - e <= 32 && ZONE_CHAR.test(text[z] ?? '')) z++;
       if (z > e + 1) e = z;
@@ -58,9 +71,14 @@ function ipv6Runs(text: string, emit: (start: number, end: number) => void): voi
     covered = e;
     let colons = 0;
     for (let k = s; k < e; k++) if (text.charCodeAt(k) === 58) colons++;
-    if (colons < 2 || isWordCharAt(text, s - 1) || isWordCharAt(text, e) || text[s - 1] === '.')
+    if (
+      colons < 2 ||
+      isWordCharAt(text, s - 1) ||
+      isWordCharAt(text, e) ||
+      codeAt(text, s - 1) === 46
+    )
       continue;
-    emit(s, e);
+    emit(s, e, colons);
   }
 }
 
@@ -117,8 +135,9 @@ export const ipRecognizer: Recognizer = {
   name: 'ip',
   types: ['IP_ADDRESS'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    forEachMatch(IPV4, text, (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    // Tried at the digit groups of runs with 4 digits and 3 dots or more.
+    forEachMatchAt(IPV4, text, groupsInRuns(digitRunsOf(text, scans), 4, 3), (m) => {
       if (!isBounded(text, m.index, m.index + m[0].length)) return;
       out.push({
         type: 'IP_ADDRESS',
@@ -129,7 +148,13 @@ export const ipRecognizer: Recognizer = {
         context: CONTEXT,
       });
     });
-    ipv6Runs(text, (start, end) => {
+    ipv6Runs(text, scans, (start, end, colons) => {
+      // Without `::`, eight groups take seven colons (six before an embedded IPv4): times
+      // (`10:30:00`) and the like are dropped before parsing.
+      if (colons !== 6 && colons !== 7) {
+        const double = text.indexOf('::', start);
+        if (double === -1 || double + 2 > end) return;
+      }
       const value = text.slice(start, end);
       const shape = ipv6Groups(value);
       if (shape === null) return;

@@ -10,7 +10,16 @@
  * possessive `'s` is dropped. Sentence words (The, This, And, …) never start a name, and a
  * "Dr" that follows a house number and street words ("12 Oak Dr Smith…") is a street. 0.85.
  */
-import { type Candidate, forEachMatchAt, indexesOf, type Recognizer } from './recognizer.ts';
+
+import { codeAt } from './chars.ts';
+import {
+  type Candidate,
+  forEachMatchAt,
+  indexesOf,
+  type Recognizer,
+  sharedIndexesOf,
+  type TextScans,
+} from './recognizer.ts';
 
 const NAME = String.raw`\p{Lu}[\p{L}\p{M}'’\-]*[\p{Ll}\p{M}]`;
 const INITIAL = String.raw`\p{Lu}\.`;
@@ -39,11 +48,14 @@ function isBlank(text: string, i: number): boolean {
 const LABEL_ENDINGS = ['ame', 'atient', 'ustomer', 'mployee'];
 
 /** Every colon with a label's ending (`…ame`, `…atient`, …) and blanks before it. */
-function labelColons(text: string): number[] {
+function labelColons(text: string, scans: TextScans | undefined): number[] {
   const out: number[] = [];
-  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
+  for (const i of sharedIndexesOf(text, ':', scans)) {
     let end = i;
     while (end > 0 && isBlank(text, end - 1)) end--;
+    // Every ending ends in `e`, `r` or `t`.
+    const last = codeAt(text, end - 1);
+    if (last !== 101 && last !== 114 && last !== 116) continue;
     for (const ending of LABEL_ENDINGS) {
       if (text.endsWith(ending, end)) {
         out.push(i);
@@ -54,25 +66,26 @@ function labelColons(text: string): number[] {
   return out;
 }
 
-/** Every `my` followed by blanks and `name`. */
+/**
+ * Every `my`/`My` followed by a blank: where "my name is" may start (found from `y` and a
+ * blank, far rarer than the `n` of `name` that a search for `name` stops at).
+ */
 function myNameStarts(text: string): number[] {
   const out: number[] = [];
-  for (let i = text.indexOf('name'); i !== -1; i = text.indexOf('name', i + 4)) {
-    let start = i;
-    while (start > 0 && isBlank(text, start - 1)) start--;
-    if (
-      start < i &&
-      text[start - 1] === 'y' &&
-      (text[start - 2] === 'm' || text[start - 2] === 'M')
-    )
-      out.push(start - 2);
+  for (const yBlank of ['y ', 'y\t']) {
+    for (let i = text.indexOf(yBlank); i !== -1; i = text.indexOf(yBlank, i + 1)) {
+      const m = codeAt(text, i - 1);
+      if (m === 109 || m === 77) out.push(i - 1);
+    }
   }
-  return out;
+  return out.length > 1 ? out.sort((a, b) => a - b) : out;
 }
 
 // Each pattern is tried only where it can start (a Unicode regex run over all of the text is
 // slow, and `name` alone is everywhere in code): at a title, a label's colon, "my name is".
-const PATTERNS: ReadonlyArray<[starts: (text: string) => number[], pattern: RegExp]> = [
+const PATTERNS: ReadonlyArray<
+  [starts: (text: string, scans: TextScans | undefined) => number[], pattern: RegExp]
+> = [
   [(text) => indexesOf(text, ['Mr', 'Ms', 'Mx', 'Dr', 'Prof']), TITLED],
   [labelColons, LABELLED],
   [myNameStarts, MY_NAME],
@@ -92,9 +105,9 @@ const STREET_BEFORE = /\d+[ \t]+(?:\p{Lu}[\p{L}.]*[ \t]+){0,3}$/u;
 export const personRecognizer: Recognizer = {
   name: 'person',
   types: ['PERSON'],
-  find(text, _env, out: Candidate[]) {
+  find(text, _env, out: Candidate[], scans) {
     for (const [starts, re] of PATTERNS) {
-      forEachMatchAt(re, text, starts(text), (m) => {
+      forEachMatchAt(re, text, starts(text, scans), (m) => {
         // (A colon-anchored match checked its label's boundary in its lookbehind.)
         if (m[0][0] !== ':' && LETTER_BEFORE.test(text[m.index - 1] ?? '')) return;
         let name = m.groups?.name ?? '';

@@ -72,8 +72,10 @@ describe('PHONE_NUMBER', () => {
       for (let i = 0; i < 200; i++) {
         const out: Parameters<typeof r.find>[2] = [];
         const n = `+${(i * 7919 + 12345678901).toString().slice(0, 11)}`;
-        r.find(n, { defaultRegion: 'US' }, out);
-        if ((out[0]?.refine?.() ?? 0) >= 0.75) valid++;
+        const env = { defaultRegion: 'US' } as const;
+        r.find(n, env, out);
+        const c = out[0];
+        if ((c?.refine?.(c.value ?? '', env) ?? 0) >= 0.75) valid++;
       }
       return valid;
     };

@@ -22,30 +22,51 @@ import {
   parsePhoneNumberFromString,
 } from 'libphonenumber-js/core';
 import maxMetadata from 'libphonenumber-js/max/metadata';
+import { codeAt } from './chars.ts';
+import { groupsInRuns } from './digits.ts';
 import {
   ASCII_NOT_AFTER_WORD,
   ASCII_NOT_BEFORE_WORD,
-  allSameChar,
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
+  forEachMatchAt,
   HAS_DIGIT,
   isBounded,
   memoize,
   type Recognizer,
   type RecognizerEnv,
+  type TextScans,
 } from './recognizer.ts';
 
 const GROUP = String.raw`\d{1,12}`;
 const PAREN = String.raw`\(\d{1,5}\)`;
-const RUN = new RegExp(
+/** The phone run (sticky; exported for tests). */
+export const PHONE_RUN = new RegExp(
   `${ASCII_NOT_AFTER_WORD}(?<![+\\-.\\/:#@%])` +
     String.raw`(?:\+ ?)?(?:${PAREN} ?${GROUP}|${GROUP})(?:(?: - |[ .\/\-]| ?${PAREN} ?)${GROUP})*` +
     // Group 1: the extension (numbered, not named: a groups object per match costs).
     String.raw`( ?(?:[xX]|[eE][xX][tT]\.?|extension|#) ?\d{1,6})?` +
     `${ASCII_NOT_BEFORE_WORD}(?![.\\-\\/:]\\d)`,
-  'g',
+  'y',
 );
+
+/**
+ * Where a run may start (ascending): the digit groups of the digit runs holding at least 7
+ * digits, each with the `+`, `(`, `+ `, `+(` or `+ (` written right before it.
+ */
+export function runStarts(text: string, scans: TextScans | undefined): number[] {
+  const starts: number[] = [];
+  for (const g of groupsInRuns(digitRunsOf(text, scans), 7)) {
+    let k = g;
+    if (codeAt(text, k - 1) === 40) k--; // (
+    if (codeAt(text, k - 1) === 32 && codeAt(text, k - 2) === 43) starts.push(k - 2);
+    else if (codeAt(text, k - 1) === 43) starts.push(k - 1);
+    if (k < g) starts.push(k);
+    starts.push(g);
+  }
+  return starts;
+}
 
 const CONTEXT = contextRule({
   words: [
@@ -135,18 +156,6 @@ function validDate(y: number, m: number, d: number): boolean {
   return y >= 1800 && y <= 2199 && m >= 1 && m <= 12 && d >= 1 && d <= 31;
 }
 
-/** Whether the digit groups read as a date with a four-digit year. */
-function dateLike(groups: readonly string[], seps: readonly string[]): boolean {
-  if (groups.length !== 3 || seps.some((s) => s !== seps[0] || !/^[-./]$/.test(s))) return false;
-  const [a = '', b = '', c = ''] = groups;
-  const n = groups.map(Number) as [number, number, number];
-  if (a.length === 4 && b.length <= 2 && c.length <= 2) return validDate(n[0], n[1], n[2]);
-  if (c.length === 4 && a.length <= 2 && b.length <= 2) {
-    return validDate(n[2], n[1], n[0]) || validDate(n[2], n[0], n[1]);
-  }
-  return false;
-}
-
 interface Shape {
   groups: string[];
   seps: string[];
@@ -156,12 +165,6 @@ interface Shape {
 
 function isDigitCode(c: number): boolean {
   return c >= 48 && c <= 57;
-}
-
-function digitCount(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) if (isDigitCode(s.charCodeAt(i))) n++;
-  return n;
 }
 
 /** The digit groups of a run and the separators between them (`+1 (555) 010-9999`). */
@@ -184,19 +187,106 @@ function shapeOf(main: string): Shape {
   return { groups, seps, digits: groups.join(''), plus };
 }
 
-/** Reasons a run is not a phone number whatever its context. */
-function implausible({ groups, seps, digits, plus }: Shape, main: string): boolean {
-  if (digits.length < 7 || digits.length > 15) return true;
-  if (groups.length > 6 || allSameChar(digits)) return true;
-  if (dateLike(groups, seps)) return true;
-  const dotted = seps.length > 0 && seps.every((s) => s === '.');
-  if (dotted && groups.length === 2) return true; // a decimal number
-  if (dotted && groups.length === 4 && groups.every((g) => g.length <= 3 && Number(g) <= 255)) {
-    return true; // an IPv4 address
+// Digit groups of the run being checked by groupsIfPlausible: value and length of each.
+const GROUP_VALUES = new Float64Array(8);
+const GROUP_LENGTHS = new Int32Array(8);
+
+/**
+ * Whether a run is implausible as a phone number whatever its context — fewer than 7 or more
+ * than 15 digits, more than 6 groups, one repeated digit, a date with a four-digit year, a
+ * decimal number, an IPv4 address, a thousands grouping (1.000.000), two or more one-digit
+ * groups (versions, ISBNs, spaced-out digits) — read from the characters without building
+ * the shape: -1 when it is, else its number of digit groups. The `(0)` that shapeOf drops
+ * after a `+` is skipped in place.
+ */
+function groupsIfPlausible(main: string): number {
+  const plus = main.charCodeAt(0) === 43;
+  const trunk = plus ? main.indexOf('(0)') : -1;
+  let groups = 0;
+  let digits = 0;
+  let first = -1; // the first digit, to tell one repeated digit
+  let same = true;
+  let sepChar = -1; // the separators' character when each is one and the same, else -2
+  let dotted = true;
+  let sepLength = 0;
+  let lastSep = 0; // where the separator before the next group starts
+  let inGroup = false;
+  for (let i = 0; i < main.length; i++) {
+    if (i === trunk) {
+      i += 2;
+      continue;
+    }
+    const c = main.charCodeAt(i);
+    if (isDigitCode(c)) {
+      if (!inGroup) {
+        if (groups > 0) {
+          // The separator before this group.
+          if (sepLength !== 1) sepChar = -2;
+          else if (groups === 1) sepChar = main.charCodeAt(lastSep);
+          else if (sepChar !== main.charCodeAt(lastSep)) sepChar = -2;
+          if (sepLength !== 1 || main.charCodeAt(lastSep) !== 46) dotted = false;
+        }
+        if (groups === 7) return -1; // more than 6 groups
+        GROUP_VALUES[groups] = 0;
+        GROUP_LENGTHS[groups] = 0;
+        groups++;
+        inGroup = true;
+        sepLength = 0;
+      }
+      const g = groups - 1;
+      GROUP_VALUES[g] = (GROUP_VALUES[g] as number) * 10 + (c - 48);
+      GROUP_LENGTHS[g] = (GROUP_LENGTHS[g] as number) + 1;
+      digits++;
+      if (first === -1) first = c;
+      else if (c !== first) same = false;
+    } else {
+      if (inGroup) {
+        inGroup = false;
+        lastSep = i;
+      }
+      if (groups > 0) sepLength++;
+    }
   }
-  if (dotted && /^\d{1,3}(?:\.\d{3})+$/.test(main)) return true; // 1.000.000
-  const singles = groups.filter((g, i) => g.length === 1 && !(i === 0 && plus)).length;
-  return singles >= 2; // versions, ISBNs, spaced-out digits
+  if (digits < 7 || digits > 15 || groups > 6 || same) return -1;
+  const seps = groups - 1;
+  if (
+    seps > 0 &&
+    groups === 3 &&
+    sepChar >= 0 &&
+    (sepChar === 45 || sepChar === 46 || sepChar === 47)
+  ) {
+    if (dateGroups()) return -1;
+  }
+  if (seps > 0 && dotted) {
+    if (groups === 2) return -1; // a decimal number
+    if (groups === 4) {
+      let ip = true;
+      for (let g = 0; g < 4; g++) {
+        if ((GROUP_LENGTHS[g] as number) > 3 || (GROUP_VALUES[g] as number) > 255) ip = false;
+      }
+      if (ip) return -1; // an IPv4 address
+    }
+    if (THOUSANDS.test(main)) return -1; // 1.000.000
+  }
+  let singles = 0;
+  for (let g = 0; g < groups; g++) {
+    if (GROUP_LENGTHS[g] === 1 && !(g === 0 && plus)) singles++;
+  }
+  return singles >= 2 ? -1 : groups; // versions, ISBNs, spaced-out digits
+}
+const THOUSANDS = /^\d{1,3}(?:\.\d{3})+$/;
+
+/** Whether three groups (GROUP_VALUES, GROUP_LENGTHS) read as a date with a four-digit year. */
+function dateGroups(): boolean {
+  const a = GROUP_LENGTHS[0] as number;
+  const b = GROUP_LENGTHS[1] as number;
+  const c = GROUP_LENGTHS[2] as number;
+  const x = GROUP_VALUES[0] as number;
+  const y = GROUP_VALUES[1] as number;
+  const z = GROUP_VALUES[2] as number;
+  if (a === 4 && b <= 2 && c <= 2) return validDate(x, y, z);
+  if (c === 4 && a <= 2 && b <= 2) return validDate(z, y, x) || validDate(z, x, y);
+  return false;
 }
 
 const NANP = /^1?[2-9]\d{2}[2-9]\d{6}$/;
@@ -243,31 +333,31 @@ export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
     const main = key.slice(space + 1);
     return baseScore(shapeOf(main), main, key.slice(0, space) as CountryCode, metadata);
   });
+  const refine = (main: string, env: RecognizerEnv) => validated(`${env.defaultRegion} ${main}`);
   return {
     name: 'phone',
     types: ['PHONE_NUMBER'],
     requires: HAS_DIGIT,
-    find(text: string, env: RecognizerEnv, out: Candidate[]) {
-      forEachMatch(RUN, text, (m) => {
+    find(text: string, _env: RecognizerEnv, out: Candidate[], scans?: TextScans) {
+      forEachMatchAt(PHONE_RUN, text, runStarts(text, scans), (m) => {
         // Most runs are short numbers (years, counts, ids): fewer than 7 characters cannot hold 7 digits.
         if (m[0].length < 7 || !isBounded(text, m.index, m.index + m[0].length)) return;
         const ext = m[1] ?? '';
         const main = m[0].slice(0, m[0].length - ext.length);
-        // Most runs have too few or too many digits: reject them before building a shape.
-        const dialled = digitCount(main) - (main.startsWith('+') && main.includes('(0)') ? 1 : 0);
-        if (dialled < 7 || dialled > 15) return;
-        const shape = shapeOf(main);
-        if (implausible(shape, main)) return;
+        const groups = groupsIfPlausible(main);
+        if (groups === -1) return;
         // Parsing costs ~30 µs: the analyzer asks for it only when validity decides whether
         // the number is reported (e.g. not when a phone word is next to it).
-        const separated = shape.groups.length > 1;
+        const plus = main.charCodeAt(0) === 43;
+        const separated = groups > 1;
         out.push({
           type: 'PHONE_NUMBER',
           start: m.index,
           end: m.index + m[0].length,
-          score: shape.plus ? 0.75 : separated ? 0.6 : 0.35,
-          floor: shape.plus || separated ? 0.3 : 0.2,
-          refine: () => validated(`${env.defaultRegion} ${main}`),
+          score: plus ? 0.75 : separated ? 0.6 : 0.35,
+          floor: plus || separated ? 0.3 : 0.2,
+          refine,
+          value: main,
           recognizer: 'phone',
           context: CONTEXT,
         });

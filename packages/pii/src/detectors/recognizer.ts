@@ -5,6 +5,7 @@
  */
 import type { CountryCode } from 'libphonenumber-js/core';
 import type { EntityType } from '../entities.ts';
+import { type DigitRuns, scanDigits } from './digits.ts';
 
 /** Context words for a candidate, Presidio-style: found within a window, they move the score. */
 export interface ContextRule {
@@ -26,14 +27,54 @@ export interface ContextRule {
   readonly negativeBefore: number;
   /** Words looked at after the candidate. */
   readonly after: number;
+  /** The phrases that contain none of `words` (the others cannot decide anything). */
+  readonly decidingPhrases: readonly string[];
+  /** {@link wordPrefixFilter} of `words`, `negative` and `negativeAfter`. */
+  readonly wordsFilter: Uint8Array;
+  readonly negativeFilter: Uint8Array;
+  readonly negativeAfterFilter: Uint8Array;
+}
+
+/**
+ * Key of the first two characters of a word when both are ASCII letters or digits (case
+ * folded; a one-character word has its own keys), else -1.
+ */
+export function wordPrefixKey(text: string, start: number, end: number): number {
+  const a = asciiKey(text.charCodeAt(start));
+  if (a < 0) return -1;
+  if (start + 1 >= end) return a * 37;
+  const b = asciiKey(text.charCodeAt(start + 1));
+  return b < 0 ? -1 : a * 37 + b;
+}
+
+function asciiKey(c: number): number {
+  if (c >= 97 && c <= 122) return c - 96;
+  if (c >= 65 && c <= 90) return c - 64;
+  if (c >= 48 && c <= 57) return c - 21;
+  return -1;
+}
+
+/**
+ * Which {@link wordPrefixKey}s the lower-case `words` have: a word of the text whose key is
+ * known (ASCII start) and not set here is none of them, whatever its case, without building
+ * the lower-case string to look it up.
+ */
+export function wordPrefixFilter(words: Iterable<string>): Uint8Array {
+  const filter = new Uint8Array(37 * 37);
+  for (const w of words) {
+    const key = wordPrefixKey(w, 0, w.length);
+    if (key >= 0) filter[key] = 1;
+  }
+  return filter;
 }
 
 /**
  * A proposed span with its base score. When validation is costly (libphonenumber), `score` is
- * the best score validation could give, `floor` the worst, and `refine` computes the real one
- * (0 to reject). The analyzer calls `refine` only when validation decides the outcome: the
- * best score passes the threshold (after context) and the floor does not. Otherwise the
- * candidate keeps its floor.
+ * the best score validation could give, `floor` the worst, and `refine(value, env)` computes
+ * the real one (0 to reject). The analyzer calls `refine` only when validation decides the
+ * outcome: the best score passes the threshold (after context) and the floor does not.
+ * Otherwise the candidate keeps its floor. (`refine` is shared by the candidates of a
+ * recognizer, `value` is what it validates: no closure per candidate.)
  */
 export interface Candidate {
   type: EntityType;
@@ -43,7 +84,8 @@ export interface Candidate {
   recognizer: string;
   context?: ContextRule;
   floor?: number;
-  refine?: () => number;
+  refine?: (value: string, env: RecognizerEnv) => number;
+  value?: string;
 }
 
 /** What recognizers may depend on besides the text. */
@@ -62,8 +104,57 @@ export interface Recognizer {
    * `find` is not called.
    */
   readonly requires?: RegExp | string;
-  /** Append candidates found in `text` to `out`. */
-  find(text: string, env: RecognizerEnv, out: Candidate[]): void;
+  /**
+   * Append candidates found in `text` to `out`. `scans` holds scans of `text` shared with the
+   * other recognizers (computed here when absent).
+   */
+  find(text: string, env: RecognizerEnv, out: Candidate[], scans?: TextScans): void;
+}
+
+/** Scans of one text that several recognizers use, each computed on first use. */
+export class TextScans {
+  private digitRuns: DigitRuns | undefined;
+  private positions: Map<string, readonly number[]> | undefined;
+
+  constructor(readonly text: string) {}
+
+  /** The digit groups and runs of the text (see digits.ts). */
+  get digits(): DigitRuns {
+    if (this.digitRuns === undefined) this.digitRuns = scanDigits(this.text);
+    return this.digitRuns;
+  }
+
+  /** Every index of `literal` in the text (see {@link indexesOf}). */
+  indexesOf(literal: string): readonly number[] {
+    if (this.positions === undefined) this.positions = new Map();
+    let found = this.positions.get(literal);
+    if (found === undefined) {
+      found = indexesOf(this.text, [literal]);
+      this.positions.set(literal, found);
+    }
+    return found;
+  }
+}
+
+// V8 holds the hidden classes of class instances weakly: when a full GC finds no instance
+// alive, they are collected and every optimized function that saw them is deoptimized (and
+// optimized again on the next calls). One instance kept for good keeps them alive.
+export const KEPT_TEXT_SCANS = new TextScans('');
+
+/** The digit runs of `text`, from `scans` when they are of this text. */
+export function digitRunsOf(text: string, scans: TextScans | undefined): DigitRuns {
+  return scans !== undefined && scans.text === text ? scans.digits : scanDigits(text);
+}
+
+/** Every index of `literal` in `text`, from `scans` when they are of this text. */
+export function sharedIndexesOf(
+  text: string,
+  literal: string,
+  scans: TextScans | undefined,
+): readonly number[] {
+  return scans !== undefined && scans.text === text
+    ? scans.indexesOf(literal)
+    : indexesOf(text, [literal]);
 }
 
 /**
@@ -99,9 +190,11 @@ export function contextRule(options: ContextRuleOptions): ContextRule {
     before = 5,
     after = 3,
   } = options;
+  const single = new Set(words.filter((w) => !w.includes(' ')));
+  const phrases = words.filter((w) => w.includes(' '));
   return {
-    words: new Set(words.filter((w) => !w.includes(' '))),
-    phrases: words.filter((w) => w.includes(' ')),
+    words: single,
+    phrases,
     negative: new Set(negative),
     negativeAfter: new Set(negativeAfter),
     boost,
@@ -109,6 +202,11 @@ export function contextRule(options: ContextRuleOptions): ContextRule {
     before,
     negativeBefore,
     after,
+    // A phrase holding one of the words is found only where that word already counts.
+    decidingPhrases: phrases.filter((p) => !p.split(' ').some((w) => single.has(w))),
+    wordsFilter: wordPrefixFilter(single),
+    negativeFilter: wordPrefixFilter(negative),
+    negativeAfterFilter: wordPrefixFilter(negativeAfter),
   };
 }
 

@@ -133,3 +133,31 @@ describe('SECRET assignments', () => {
     expect(found('***', 'SECRET', 'password')).toEqual([]);
   });
 });
+
+describe('AWS secret windows', () => {
+  const engine = createPiiEngine();
+  const secret = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+  const found = (text: string) =>
+    engine
+      .detect(text)
+      .filter((d) => d.type === 'AWS_SECRET_ACCESS_KEY')
+      .map((d) => text.slice(d.start, d.end));
+
+  it.each([
+    [`aws secret ${secret}`, [secret]],
+    [`AWS ${'x '.repeat(70)}key ${secret}`, [secret]],
+    // Beyond 200 characters of the word, the value is not looked at.
+    [`aws ${'x'.repeat(200)} key ${secret}`, []],
+    // Windows that overlap are one: the value at 180–220 is in neither the window of
+    // "secret" (0–206) nor that of "aws" (200–603) alone, but in their union.
+    [`secret ${'x '.repeat(84)} key ${secret} ${'y '.repeat(89)} aws`, [secret]],
+    [`secret ${'x '.repeat(84)} key ${secret} ${'y '.repeat(93)} aws`, []],
+    [`key ${secret} ${'z'.repeat(150)} Secret`, [secret]],
+    // Longer or shorter base64 runs, or one followed by `=`, are not keys.
+    [`aws key ${secret}A`, []],
+    [`aws key ${secret}=`, []],
+    [`aws key ${secret.slice(1)}`, []],
+  ])('%#', (text, want) => {
+    expect(found(text)).toEqual(want);
+  });
+});

@@ -13,14 +13,16 @@
  * | GOOGLE_API_KEY | `AIza` + 35 of `[A-Za-z0-9_-]` | 0.97 |
  */
 import type { EntityType } from '../entities.ts';
+import { codeAt } from './chars.ts';
 import {
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
   forEachMatchAt,
   HAS_DIGIT,
   indexesOf,
   type Recognizer,
+  type TextScans,
 } from './recognizer.ts';
 
 // One pattern for every format, tried only where a prefix occurs (found with indexOf, far
@@ -30,12 +32,15 @@ const TOKENS =
 
 /** Where a token may start: its prefix, searched by a distinctive part of it. */
 function tokenStarts(text: string): number[] {
-  const starts = [
-    ...indexesOf(text, ['AKIA', 'ASIA', 'AIza', 'gh', 'xox']),
-    ...indexesOf(text, ['lpat-'], 1),
-    ...indexesOf(text, ['_pat_'], 'github'.length),
-  ];
-  return starts.sort((a, b) => a - b);
+  const starts = indexesOf(text, ['AKIA', 'ASIA', 'AIza', 'gh', 'xox']);
+  const before = starts.length;
+  // `glpat-` whole: `lpat-` alone starts with the common `l`, slower to search for.
+  for (let i = text.indexOf('glpat-'); i !== -1; i = text.indexOf('glpat-', i + 1)) starts.push(i);
+  for (let i = text.indexOf('_pat_'); i !== -1; i = text.indexOf('_pat_', i + 1)) {
+    if (i >= 6) starts.push(i - 6);
+  }
+  if (starts.length > before && starts.length > 1) starts.sort((a, b) => a - b);
+  return starts;
 }
 // Stripe keys are anchored on `k_live_`/`k_test_`; the `s`/`r` before is checked in code.
 const STRIPE = /k_(?:live|test)_[A-Za-z0-9]{16,247}(?![A-Za-z0-9_-])/y;
@@ -90,7 +95,6 @@ export const tokenFormatsRecognizer: Recognizer = {
   },
 };
 
-const AWS_SECRET = /(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g;
 const AWS_WORD = /aws|secret/gi;
 // Wide enough for the context rule's 5 words before and 3 after.
 const AWS_WINDOW = 200;
@@ -99,29 +103,65 @@ const AWS_SECRET_CONTEXT = contextRule({
   boost: 0.7,
 });
 
-function awsSecretsIn(text: string, from: number, to: number, out: Candidate[]): void {
-  const window = text.slice(from, to);
-  forEachMatch(AWS_SECRET, window, (m) => {
-    const v = m[0];
-    if (!/[A-Z]/.test(v) || !/[a-z]/.test(v) || !/\d/.test(v)) return;
-    if (v.includes('//') || v.startsWith('/') || v.endsWith('/')) return;
-    const start = from + m.index;
-    // The window edges are not boundaries: check the real neighbours.
-    if (
-      /[A-Za-z0-9/+]/.test(text[start - 1] ?? '') ||
-      /[A-Za-z0-9/+=]/.test(text[start + 40] ?? '')
-    ) {
-      return;
-    }
+function isBase64Code(c: number): boolean {
+  return (
+    (c >= 48 && c <= 57) ||
+    (c >= 65 && c <= 90) ||
+    (c >= 97 && c <= 122) ||
+    c === 43 || // +
+    c === 47 // /
+  );
+}
+
+/**
+ * Whether `text[start, start + 40)` lies within the windows of AWS_WINDOW characters around
+ * "aws" and "secret" (any case; windows that overlap or touch are one). Only the words whose
+ * window can reach the value are looked at (two characters more are read before them, so an
+ * "aws" overlapping a "secret" is read as a scan of the whole text reads it).
+ */
+function inAwsWindow(text: string, start: number): boolean {
+  const from = Math.max(0, start - AWS_WINDOW - 'secret'.length - 2);
+  const near = text.slice(from, Math.min(text.length, start + 40 + AWS_WINDOW + 'secret'.length));
+  // Sweep the windows in order: [start, covered) is covered so far.
+  let covered = start;
+  AWS_WORD.lastIndex = 0;
+  for (let m = AWS_WORD.exec(near); m !== null; m = AWS_WORD.exec(near)) {
+    const at = from + m.index;
+    if (at - AWS_WINDOW > covered) return false;
+    covered = Math.max(covered, Math.min(text.length, at + m[0].length + AWS_WINDOW));
+    if (covered >= start + 40) return true;
+  }
+  return false;
+}
+
+/**
+ * AWS secret candidates: runs of exactly 40 base64 characters (`[A-Za-z0-9/+]`, not followed
+ * by `=`) with upper case, lower case and a digit, not a path, within a window of "aws" or
+ * "secret". Each has a digit, so each is found from a digit group of the shared scan.
+ */
+function awsSecrets(text: string, scans: TextScans | undefined, out: Candidate[]): void {
+  let covered = 0;
+  for (const g of digitRunsOf(text, scans).groups) {
+    if (g < covered) continue;
+    let start = g;
+    while (start > 0 && isBase64Code(text.charCodeAt(start - 1))) start--;
+    let end = g + 1;
+    while (end < text.length && isBase64Code(text.charCodeAt(end))) end++;
+    covered = end;
+    if (end - start !== 40 || codeAt(text, end) === 61) continue;
+    const v = text.slice(start, end);
+    if (!/[A-Z]/.test(v) || !/[a-z]/.test(v)) continue;
+    if (v.includes('//') || v.startsWith('/') || v.endsWith('/')) continue;
+    if (!inAwsWindow(text, start)) continue;
     out.push({
       type: 'AWS_SECRET_ACCESS_KEY',
       start,
-      end: start + 40,
+      end,
       score: 0.2,
       recognizer: 'aws-secret-key',
       context: AWS_SECRET_CONTEXT,
     });
-  });
+  }
 }
 
 /**
@@ -134,20 +174,7 @@ export const awsSecretKeyRecognizer: Recognizer = {
   name: 'aws-secret-key',
   types: ['AWS_SECRET_ACCESS_KEY'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    let from = -1;
-    let to = -1;
-    forEachMatch(AWS_WORD, text, (m) => {
-      const lo = Math.max(0, m.index - AWS_WINDOW);
-      const hi = Math.min(text.length, m.index + m[0].length + AWS_WINDOW);
-      if (from >= 0 && lo <= to) {
-        to = hi;
-        return;
-      }
-      if (from >= 0) awsSecretsIn(text, from, to, out);
-      from = lo;
-      to = hi;
-    });
-    if (from >= 0) awsSecretsIn(text, from, to, out);
+  find(text, _env, out: Candidate[], scans) {
+    awsSecrets(text, scans, out);
   },
 };

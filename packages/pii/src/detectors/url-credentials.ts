@@ -8,21 +8,29 @@
 import {
   type Candidate,
   forEachMatchAt,
-  indexesOf,
   isWordCharAt,
   type Recognizer,
+  sharedIndexesOf,
+  type TextScans,
 } from './recognizer.ts';
 
 const AUTHORITY = /:\/\/([^\s/?#"'<>\\]+)/y;
 const SCHEME_CHAR = /[A-Za-z0-9+.-]/;
+
+/** Every `://`, from the colons shared with other recognizers. */
+function schemeSeparators(text: string, scans: TextScans | undefined): number[] {
+  const out: number[] = [];
+  for (const i of sharedIndexesOf(text, ':', scans)) if (text.startsWith('//', i + 1)) out.push(i);
+  return out;
+}
 
 /** Recognizer for URL_CREDENTIALS. */
 export const urlCredentialsRecognizer: Recognizer = {
   name: 'url-credentials',
   types: ['URL_CREDENTIALS'],
   requires: '@',
-  find(text, _env, out: Candidate[]) {
-    forEachMatchAt(AUTHORITY, text, indexesOf(text, ['://']), (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    forEachMatchAt(AUTHORITY, text, schemeSeparators(text, scans), (m) => {
       let scheme = m.index;
       while (scheme > 0 && m.index - scheme < 32 && SCHEME_CHAR.test(text[scheme - 1] ?? ''))
         scheme--;

@@ -6,21 +6,25 @@
  * accepted: since 2011 areas are assigned randomly.
  * Scores: dashed 0.5, spaced or dotted 0.4, bare 9 digits 0.2; SSN words add 0.35.
  */
+
+import { groupsInRuns } from './digits.ts';
 import {
   ASCII_NOT_AFTER_WORD,
   ASCII_NOT_BEFORE_WORD,
   allSameChar,
   type Candidate,
   contextRule,
-  forEachMatch,
+  digitRunsOf,
+  forEachMatchAt,
   HAS_DIGIT,
   isBounded,
   type Recognizer,
 } from './recognizer.ts';
 
-const SSN = new RegExp(
+/** Exported for tests (sticky). */
+export const SSN = new RegExp(
   `${ASCII_NOT_AFTER_WORD}(?<![\\-.\\/+])(\\d{3})([\\- .]?)(\\d{2})\\2(\\d{4})${ASCII_NOT_BEFORE_WORD}(?![\\-.\\/]\\d)`,
-  'g',
+  'y',
 );
 
 const PUBLISHED = new Set(['123456789', '078051120', '219099999']);
@@ -43,8 +47,9 @@ export const usSsnRecognizer: Recognizer = {
   name: 'us-ssn',
   types: ['US_SSN'],
   requires: HAS_DIGIT,
-  find(text, _env, out: Candidate[]) {
-    forEachMatch(SSN, text, (m) => {
+  find(text, _env, out: Candidate[], scans) {
+    // Tried at the digit groups of runs with 9 digits or more.
+    forEachMatchAt(SSN, text, groupsInRuns(digitRunsOf(text, scans), 9), (m) => {
       if (!isBounded(text, m.index, m.index + m[0].length)) return;
       const digits = `${m[1]}${m[3]}${m[4]}`;
       if (!ssnValid(digits)) return;
