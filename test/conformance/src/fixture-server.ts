@@ -9,7 +9,9 @@
  * (the JSON Schema 2020-12 scenario checks `$schema`, `$defs` and `additionalProperties`).
  * The texts follow the scenario descriptions (`conformance server --scenario X --verbose`).
  */
+
 import type { IncomingMessage } from 'node:http';
+import { LOGGING_LEVELS } from '@fleet/core';
 import { serveMcpOverHttp } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -70,16 +72,7 @@ export const SILENT_WAV = (() => {
   return wav.toString('base64');
 })();
 
-const LOG_LEVELS: readonly LoggingLevel[] = [
-  'debug',
-  'info',
-  'notice',
-  'warning',
-  'error',
-  'critical',
-  'alert',
-  'emergency',
-];
+const LOG_LEVELS: readonly LoggingLevel[] = LOGGING_LEVELS;
 
 const NO_ARGS = { type: 'object', properties: {} } as const;
 
