@@ -299,7 +299,6 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       reject(error: unknown): void;
     }
     let queue: Pending[] = [];
-    let scheduled = false;
     const send = async (batch: Pending[]) => {
       const live = batch.filter((p) => {
         if (!p.signal.aborted) return true;
@@ -329,20 +328,14 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         for (const p of live) p.reject(error);
       }
     };
-    const flush = () => {
-      scheduled = false;
-      const all = queue;
-      queue = [];
-      return all;
-    };
     return {
       add(body: InvokeParams, signal: AbortSignal, limit: number): Promise<unknown> {
         return new Promise((resolve, reject) => {
-          queue.push({ body, signal, resolve, reject });
-          if (scheduled) return;
-          scheduled = true;
+          // The first of a turn schedules the flush; the rest join it.
+          if (queue.push({ body, signal, resolve, reject }) > 1) return;
           setImmediate(() => {
-            const all = flush();
+            const all = queue;
+            queue = [];
             for (let i = 0; i < all.length; i += limit) void send(all.slice(i, i + limit));
           });
         });

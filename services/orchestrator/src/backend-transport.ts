@@ -62,8 +62,13 @@ export function withCallHeaders<T>(
 export interface HttpBackendTransportOptions {
   /** Headers from the backend's config (e.g. its credentials), sent on every request. */
   headers?: Record<string, string> | undefined;
-  /** Connection pool; one is created (and closed with the transport) when omitted. */
-  dispatcher?: Agent | undefined;
+  /** Connection pool, owned by the caller (a backend keeps one across reconnects). */
+  dispatcher: Agent;
+}
+
+/** The keep-alive pool a backend's transports share. */
+export function createBackendAgent(): Agent {
+  return new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
 }
 
 const ACCEPT_POST = 'application/json, text/event-stream';
@@ -95,7 +100,6 @@ export class HttpBackendTransport implements Transport {
   readonly #url: URL;
   readonly #headers: Record<string, string>;
   readonly #dispatcher: Agent;
-  readonly #ownsDispatcher: boolean;
   readonly #abort = new AbortController();
   #protocolVersion: string | undefined;
   #started = false;
@@ -103,13 +107,10 @@ export class HttpBackendTransport implements Transport {
   #getRetryMs = GET_RETRY_INITIAL_MS;
   #getTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(url: URL, options: HttpBackendTransportOptions = {}) {
+  constructor(url: URL, options: HttpBackendTransportOptions) {
     this.#url = url;
     this.#headers = { ...options.headers };
-    this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher =
-      options.dispatcher ??
-      new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+    this.#dispatcher = options.dispatcher;
   }
 
   async start(): Promise<void> {
@@ -308,7 +309,6 @@ export class HttpBackendTransport implements Transport {
         .then((r) => r.body.resume())
         .catch(() => undefined);
     }
-    if (this.#ownsDispatcher) await this.#dispatcher.close().catch(() => undefined);
     this.onclose?.();
   }
 }

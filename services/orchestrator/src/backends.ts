@@ -32,8 +32,12 @@ import {
   retry,
   wrap,
 } from 'cockatiel';
-import { Agent } from 'undici';
-import { BackendHttpError, HttpBackendTransport, withCallHeaders } from './backend-transport.ts';
+import {
+  BackendHttpError,
+  createBackendAgent,
+  HttpBackendTransport,
+  withCallHeaders,
+} from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 
@@ -108,7 +112,7 @@ export class Backend {
   readonly #log: Logger;
   readonly #policy: IPolicy;
   readonly #idempotentPolicy: IPolicy;
-  readonly #http = new Agent({ connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  readonly #http = createBackendAgent();
 
   constructor(config: BackendConfig, hooks: BackendHooks, log: Logger) {
     this.id = config.id;
@@ -268,9 +272,9 @@ export class Backend {
     try {
       return await policy.execute(async () => {
         const client = await this.#live();
-        const call = () =>
+        const call = (c: Client) =>
           withCallHeaders(method, options.headers, () =>
-            client.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
+            c.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
               timeout: this.config.resilience.timeoutMs,
               resetTimeoutOnProgress: true,
               ...(options.signal ? { signal: options.signal } : {}),
@@ -278,19 +282,13 @@ export class Backend {
             }),
           );
         try {
-          return await call();
+          return await call(client);
         } catch (error) {
           // The server forgot our session (it restarted): reconnect once and retry.
           if (error instanceof BackendHttpError && error.status === 404) {
             this.#client = undefined;
             await client.close().catch(() => undefined);
-            const fresh = await this.#live();
-            return await withCallHeaders(method, options.headers, () =>
-              fresh.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
-                timeout: this.config.resilience.timeoutMs,
-                ...(options.signal ? { signal: options.signal } : {}),
-              }),
-            );
+            return await call(await this.#live());
           }
           throw error;
         }
