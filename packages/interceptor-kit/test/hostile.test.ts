@@ -1,13 +1,4 @@
-/**
- * Hostile input against an interceptor service built with the kit (lean path and the SDK
- * behind it): a corpus of nasty messages and fast-check properties that mutate a valid
- * `interceptor/invoke` at random paths. Every case gets a specific error with an `id` that
- * is never null, the service keeps serving, and the heap does not balloon.
- */
-import { request } from 'node:http';
 import { connect } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -17,13 +8,8 @@ import {
   defineValidator,
   listen,
 } from '../src/index.ts';
-import { startSlowLoris } from '../src/testing.ts';
+import { expectErrorReply, findGc, rawPost, startSlowLoris } from '../src/testing.ts';
 import { defer } from './helpers.ts';
-
-interface Reply {
-  status: number;
-  json: { jsonrpc?: string; id?: unknown; result?: unknown; error?: { code: number } };
-}
 
 const INVOKE = {
   jsonrpc: '2.0',
@@ -62,63 +48,8 @@ async function serve() {
   return { url: `${listening.url}/mcp`, listening };
 }
 
-function post(
-  url: string,
-  body: string | Buffer,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...('transfer-encoding' in headers ? {} : { 'content-length': Buffer.byteLength(body) }),
-          ...headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          let json: Reply['json'] = {};
-          try {
-            json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          } catch {
-            // empty (202) or not JSON
-          }
-          resolve({ status: res.statusCode ?? 0, json });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function findGc(): (() => void) | undefined {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (existing) return existing;
-  try {
-    setFlagsFromString('--expose-gc');
-    return runInNewContext('gc') as () => void;
-  } catch {
-    return undefined;
-  }
-}
-
-function expectError(reply: Reply, status: number, code: number, id?: unknown): void {
-  expect({ status: reply.status, code: reply.json.error?.code }).toEqual({ status, code });
-  expect(reply.json.jsonrpc).toBe('2.0');
-  expect(reply.json.id).not.toBeNull();
-  if (id === undefined) expect(reply.json).not.toHaveProperty('id');
-  else expect(reply.json.id).toEqual(id);
-}
-
 async function expectHealthy(url: string): Promise<void> {
-  const reply = await post(url, JSON.stringify(INVOKE));
+  const reply = await rawPost(url, JSON.stringify(INVOKE));
   expect(reply.status).toBe(200);
   expect(reply.json).toMatchObject({ jsonrpc: '2.0', id: 3, result: { valid: true } });
 }
@@ -206,15 +137,15 @@ describe('kit service under hostile input', () => {
 
   it.each(corpus)('%s gets a specific error', async (_what, body, status, code, id) => {
     const { url } = await serve();
-    expectError(await post(url, body()), status, code, id);
+    expectErrorReply(await rawPost(url, body()), status, code, id);
     await expectHealthy(url);
   });
 
   it('refuses bodies over the limit, declared or streamed, with 413', async () => {
     const { url } = await serve();
     const big = invokeWith({ payload: 'x'.repeat(LIMIT + 10) });
-    expectError(await post(url, big), 413, -32600);
-    expectError(await post(url, big, { 'transfer-encoding': 'chunked' }), 413, -32600);
+    expectErrorReply(await rawPost(url, big), 413, -32600);
+    expectErrorReply(await rawPost(url, big, { 'transfer-encoding': 'chunked' }), 413, -32600);
     await expectHealthy(url);
   });
 
@@ -225,9 +156,9 @@ describe('kit service under hostile input', () => {
     const before = process.memoryUsage().heapUsed;
     const huge = 'y'.repeat(3 * 1024 * 1024);
     for (let i = 0; i < 5; i++) {
-      const big = await post(url, invokeWith({ payload: huge }, 10 + i));
+      const big = await rawPost(url, invokeWith({ payload: huge }, 10 + i));
       expect(big.json).toMatchObject({ id: 10 + i, result: { valid: true } });
-      const nested = await post(
+      const nested = await rawPost(
         url,
         invokeWith({ payload: 'X' }, 20 + i).replace('"X"', deep(10_000)),
       );
@@ -242,7 +173,7 @@ describe('kit service under hostile input', () => {
 
   it('answers concurrent requests that reuse one id, each on its own', async () => {
     const { url } = await serve();
-    const replies = await Promise.all([1, 2, 3].map(() => post(url, JSON.stringify(INVOKE))));
+    const replies = await Promise.all([1, 2, 3].map(() => rawPost(url, JSON.stringify(INVOKE))));
     for (const reply of replies)
       expect(reply.json).toMatchObject({ id: 3, result: { valid: true } });
   });
@@ -356,9 +287,9 @@ describe('kit service properties', () => {
           .constantFrom(...fields)
           .chain((field) => fc.tuple(fc.constant(field), wrongType(field[1]))),
         async ([[path, , status, code], replacement]) => {
-          const reply = await post(url, JSON.stringify(mutateAt(INVOKE, path, replacement)));
+          const reply = await rawPost(url, JSON.stringify(mutateAt(INVOKE, path, replacement)));
           // The id is echoed whenever it is itself valid.
-          expectError(reply, status, code, path[0] === 'id' ? undefined : 3);
+          expectErrorReply(reply, status, code, path[0] === 'id' ? undefined : 3);
         },
       ),
       { numRuns: 80 },
@@ -375,7 +306,7 @@ describe('kit service properties', () => {
           fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
         ),
         async (body) => {
-          const reply = await post(url, body);
+          const reply = await rawPost(url, body);
           expect(reply.status).toBeGreaterThanOrEqual(400);
           expect(reply.json.jsonrpc).toBe('2.0');
           expect(reply.json.error?.code).toBeLessThan(-32000);

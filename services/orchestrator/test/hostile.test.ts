@@ -4,20 +4,12 @@
  * specific error (HTTP status and JSON-RPC code, an `id` that is never null), the gateway
  * must keep serving, and the heap must not balloon.
  */
-import { request } from 'node:http';
 import { connect } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { expectErrorReply, findGc, rawPost } from '@fleet/interceptor-kit/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { defer, startGateway, type TestGateway } from './harness.ts';
-
-interface Reply {
-  status: number;
-  json: { jsonrpc?: string; id?: unknown; result?: unknown; error?: { code: number } };
-  headers: Record<string, string | string[] | undefined>;
-}
 
 const VERSION = '2025-11-25';
 const INIT = {
@@ -36,68 +28,6 @@ const CALL = {
   method: 'tools/call',
   params: { name: 'echo', arguments: { text: 'hi' } },
 };
-
-/** A raw POST (string or bytes) to `url`; parses a JSON or single-event SSE answer. */
-function post(
-  url: string,
-  body: string | Buffer,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          ...('transfer-encoding' in headers ? {} : { 'content-length': Buffer.byteLength(body) }),
-          ...headers,
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const data = text.startsWith('event:')
-            ? (text.split('\n').find((l) => l.startsWith('data: ')) ?? '').slice(6)
-            : text;
-          let json: Reply['json'] = {};
-          try {
-            json = JSON.parse(data);
-          } catch {
-            // empty (202) or not JSON
-          }
-          resolve({ status: res.statusCode ?? 0, json, headers: res.headers });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** A `global.gc`, exposing it at run time when the process was started without it. */
-function findGc(): (() => void) | undefined {
-  const existing = (globalThis as { gc?: () => void }).gc;
-  if (existing) return existing;
-  try {
-    setFlagsFromString('--expose-gc');
-    return runInNewContext('gc') as () => void;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Assert a well-formed error envelope with the given HTTP status and JSON-RPC code. */
-function expectError(reply: Reply, status: number, code: number, id?: unknown): void {
-  expect({ status: reply.status, code: reply.json.error?.code }).toEqual({ status, code });
-  expect(reply.json.jsonrpc).toBe('2.0');
-  expect(reply.json.id).not.toBeNull();
-  if (id === undefined) expect(reply.json).not.toHaveProperty('id');
-  else expect(reply.json.id).toEqual(id);
-}
 
 /** A deep nest of arrays, as raw text. */
 const deep = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -123,12 +53,12 @@ let gw: TestGateway;
 let sessionHeaders: Record<string, string>;
 
 async function openSession(url: string): Promise<Record<string, string>> {
-  const init = await post(url, JSON.stringify(INIT));
+  const init = await rawPost(url, JSON.stringify(INIT));
   expect(init.status).toBe(200);
   const sessionId = String(init.headers['mcp-session-id'] ?? '');
   expect(sessionId).not.toBe('');
   const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION };
-  const ready = await post(
+  const ready = await rawPost(
     url,
     JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
     headers,
@@ -139,7 +69,7 @@ async function openSession(url: string): Promise<Record<string, string>> {
 
 /** The next good request (a tools/call through the session) succeeds. */
 async function expectHealthy(): Promise<void> {
-  const reply = await post(gw.mcpUrl, JSON.stringify(CALL), sessionHeaders);
+  const reply = await rawPost(gw.mcpUrl, JSON.stringify(CALL), sessionHeaders);
   expect(reply.status).toBe(200);
   expect(reply.json).toMatchObject({
     jsonrpc: '2.0',
@@ -284,8 +214,8 @@ describe('gateway ingress under hostile input', () => {
 
   it.each(corpus)('%s gets a specific error', async (_what, body, session, status, code, id) => {
     await setup();
-    const reply = await post(gw.mcpUrl, body(), session ? sessionHeaders : {});
-    expectError(reply, status, code, id);
+    const reply = await rawPost(gw.mcpUrl, body(), session ? sessionHeaders : {});
+    expectErrorReply(reply, status, code, id);
     await expectHealthy();
   });
 });
@@ -351,9 +281,9 @@ describe('gateway ingress properties', () => {
           .chain((field) => fc.tuple(fc.constant(field), wrongType(field[1]))),
         async ([[path, , code], replacement]) => {
           const message = mutateAt(CALL, path, replacement);
-          const reply = await post(gw.mcpUrl, JSON.stringify(message), sessionHeaders);
+          const reply = await rawPost(gw.mcpUrl, JSON.stringify(message), sessionHeaders);
           const envelope = path[0] === 'jsonrpc' || path[0] === 'id';
-          expectError(reply, 400, code, envelope ? undefined : 5);
+          expectErrorReply(reply, 400, code, envelope ? undefined : 5);
         },
       ),
       { numRuns: 60 },
@@ -379,8 +309,8 @@ describe('gateway ingress properties', () => {
           .constantFrom(...initFields)
           .chain((field) => fc.tuple(fc.constant(field), wrongType(field[1]))),
         async ([[path], replacement]) => {
-          const reply = await post(gw.mcpUrl, JSON.stringify(mutateAt(INIT, path, replacement)));
-          expectError(reply, 400, -32602, 1);
+          const reply = await rawPost(gw.mcpUrl, JSON.stringify(mutateAt(INIT, path, replacement)));
+          expectErrorReply(reply, 400, -32602, 1);
           expect(reply.headers['mcp-session-id']).toBeUndefined();
         },
       ),
@@ -399,7 +329,7 @@ describe('gateway ingress properties', () => {
           fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
         ),
         async (body) => {
-          const reply = await post(gw.mcpUrl, body, sessionHeaders);
+          const reply = await rawPost(gw.mcpUrl, body, sessionHeaders);
           expect(reply.status).toBeGreaterThanOrEqual(400);
           expect([-32700, -32600, -32602]).toContain(reply.json.error?.code);
           expect(reply.json.id).not.toBeNull();
@@ -430,15 +360,15 @@ describe('gateway ingress under load-shaped abuse', () => {
       params: { name: 'slow', arguments: { ms: 300 } },
     });
     const [a, b] = await Promise.all([
-      post(gw.mcpUrl, slow, sessionHeaders),
-      new Promise((r) => setTimeout(r, 50)).then(() => post(gw.mcpUrl, slow, sessionHeaders)),
+      rawPost(gw.mcpUrl, slow, sessionHeaders),
+      new Promise((r) => setTimeout(r, 50)).then(() => rawPost(gw.mcpUrl, slow, sessionHeaders)),
     ]);
     expect(a.status).toBe(200);
     expect(a.json).toMatchObject({
       id: 'dup',
       result: { content: [{ text: '[fx] waited 300 ms' }] },
     });
-    expectError(b, 400, -32600, 'dup');
+    expectErrorReply(b, 400, -32600, 'dup');
     await expectHealthy();
   });
 
@@ -448,10 +378,10 @@ describe('gateway ingress under load-shaped abuse', () => {
       ...CALL,
       params: { name: 'echo', arguments: { text: 'x'.repeat(2 * 1024 * 1024) } },
     });
-    expectError(await post(gw.mcpUrl, big, sessionHeaders), 413, -32600);
+    expectErrorReply(await rawPost(gw.mcpUrl, big, sessionHeaders), 413, -32600);
     // A lying content-length: the parser counts what arrives.
-    expectError(
-      await post(gw.mcpUrl, big, { ...sessionHeaders, 'transfer-encoding': 'chunked' }),
+    expectErrorReply(
+      await rawPost(gw.mcpUrl, big, { ...sessionHeaders, 'transfer-encoding': 'chunked' }),
       413,
       -32600,
     );
@@ -466,7 +396,7 @@ describe('gateway ingress under load-shaped abuse', () => {
     const huge = 'y'.repeat(3 * 1024 * 1024);
     for (let i = 0; i < 5; i++) {
       // A 3 MiB argument within the 4 MiB limit is served (the result may be clamped).
-      const reply = await post(
+      const reply = await rawPost(
         gw.mcpUrl,
         JSON.stringify({
           ...CALL,
@@ -477,14 +407,14 @@ describe('gateway ingress under load-shaped abuse', () => {
       );
       expect(reply.status).toBe(200);
       expect(reply.json.id).toBe(100 + i);
-      expectError(await post(gw.mcpUrl, deep(10_000), sessionHeaders), 400, -32600);
+      expectErrorReply(await rawPost(gw.mcpUrl, deep(10_000), sessionHeaders), 400, -32600);
       const nested = JSON.stringify({
         ...CALL,
         id: 200 + i,
         params: { name: 'echo', arguments: { text: 'X' } },
       });
       // A deep object where the tool's schema wants a string: -32602 naming the path.
-      const bad = await post(
+      const bad = await rawPost(
         gw.mcpUrl,
         nested.replace('"X"', `{"a":${deep(10_000)}}`),
         sessionHeaders,
