@@ -31,6 +31,17 @@ export interface InvokeOptions {
    * together with others to the same service.
    */
   batchable?: boolean;
+  /**
+   * What the stage running this invocation handed to `run` (see
+   * {@link RunChainOptions.wrapStage}), e.g. its tracing context; opaque to the engine.
+   */
+  scope?: unknown;
+  /**
+   * W3C trace context headers (`traceparent`, maybe `tracestate`) to send with the
+   * invocation, when the caller traces it explicitly; otherwise the invoker uses the active
+   * tracing context or the invocation context's ids.
+   */
+  traceHeaders?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -197,10 +208,12 @@ export interface RunChainOptions {
    */
   deferAudit?: (start: () => void) => void;
   /**
-   * Wraps the execution of each stage, e.g. to run it inside a tracing span so that the
-   * invocations it starts become children of that span. Must call `run` exactly once.
+   * Wraps the execution of each stage, e.g. in a tracing span. Must call `run` exactly
+   * once; what it passes to `run` reaches every invocation of the stage as
+   * {@link InvokeOptions.scope} (e.g. the span's context, so that invocations become its
+   * children without an ambient context).
    */
-  wrapStage?: (stage: ChainStage, run: () => Promise<void>) => Promise<void>;
+  wrapStage?: (stage: ChainStage, run: (scope?: unknown) => Promise<void>) => Promise<void>;
   /** Monotonic clock in milliseconds (default `performance.now`). */
   now?: () => number;
 }
@@ -251,10 +264,18 @@ export async function runChain(
   let payload = input.payload;
   let status: ChainResult['status'] = 'success';
 
+  // One listener on the caller's signal cancels every active invocation still running.
+  const live = new Set<AbortController>();
+  const onCallerAbort = () => {
+    for (const controller of live) controller.abort(options.signal?.reason);
+  };
+  options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+
   const invokeStep = async (
     step: ChainStep,
     stepPayload: unknown,
     audit: boolean,
+    scope: unknown,
   ): Promise<StepRun> => {
     const { interceptor } = step;
     const t0 = now();
@@ -266,58 +287,53 @@ export async function runChain(
         : undefined);
     const budget = Math.min(own ?? Infinity, remaining);
     const chainLimited = !audit && remaining <= (own ?? Infinity);
-    const base = {
+    const outcomeOf = (kind: InvocationOutcomeKind): InvocationOutcome => ({
       interceptor: interceptor.name,
       serviceId: interceptor.serviceId,
       type: interceptor.type,
       mode: interceptor.mode,
       phase,
-    };
-    const fail = (
-      reason: string,
-      extra: Partial<InvocationOutcome['error']> = {},
-      kind: 'failed' | 'timeout' = 'failed',
-    ): InvocationOutcome => ({
-      ...base,
       outcome: kind,
       durationMs: now() - t0,
-      error: { reason, ...extra },
-      ...(interceptor.failOpen ? { failedOpen: true } : {}),
     });
+    const fail = (
+      reason: string,
+      extra?: { code?: number; timeoutMs?: number },
+      kind: 'failed' | 'timeout' = 'failed',
+    ): InvocationOutcome => {
+      const outcome = outcomeOf(kind);
+      outcome.error = extra === undefined ? { reason } : { reason, ...extra };
+      if (interceptor.failOpen) outcome.failedOpen = true;
+      return outcome;
+    };
     if (budget <= 0) {
       return { outcome: fail('timeout', { timeoutMs: 0 }, 'timeout'), chainTimeout: chainLimited };
     }
+    if (!audit && options.signal?.aborted)
+      return { outcome: fail('cancelled'), chainTimeout: false };
+    const params: InvokeParams = { name: interceptor.name, event, phase, payload: stepPayload };
+    if (Number.isFinite(budget)) params.timeoutMs = Math.max(1, Math.floor(budget));
+    const config = input.config?.[interceptor.name];
+    if (config) params.config = config;
+    if (input.context) params.context = input.context;
     const controller = new AbortController();
-    const onCallerAbort = () => controller.abort(options.signal?.reason);
-    if (!audit) options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const invokeOptions: InvokeOptions = { signal: controller.signal };
+    if (audit) invokeOptions.batchable = true;
+    if (scope !== undefined) invokeOptions.scope = scope;
+    if (!audit) live.add(controller);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<typeof TIMEOUT>((resolve) => {
-      if (Number.isFinite(budget)) {
-        timer = setTimeout(() => {
-          controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
-          resolve(TIMEOUT);
-        }, budget);
-      }
-    });
-    const params: InvokeParams = {
-      name: interceptor.name,
-      event,
-      phase,
-      payload: stepPayload,
-      ...(Number.isFinite(budget) ? { timeoutMs: Math.max(1, Math.floor(budget)) } : {}),
-      ...(input.config?.[interceptor.name] ? { config: input.config[interceptor.name] } : {}),
-      ...(input.context ? { context: input.context } : {}),
-    };
     try {
-      if (options.signal?.aborted && !audit)
-        return { outcome: fail('cancelled'), chainTimeout: false };
-      const raw = await Promise.race([
-        interceptor.invoker.invoke(
-          params,
-          audit ? { signal: controller.signal, batchable: true } : { signal: controller.signal },
-        ),
-        timeout,
-      ]);
+      // The answer, or TIMEOUT when the budget runs out first (an invoker that ignores its
+      // signal cannot hold the chain).
+      const raw = await new Promise<unknown>((resolve, reject) => {
+        if (Number.isFinite(budget)) {
+          timer = setTimeout(() => {
+            controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
+            resolve(TIMEOUT);
+          }, budget);
+        }
+        interceptor.invoker.invoke(params, invokeOptions).then(resolve, reject);
+      });
       if (raw === TIMEOUT) {
         const timeoutMs = Math.floor(budget);
         return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
@@ -333,12 +349,13 @@ export async function runChain(
         if (invalid !== undefined)
           return { outcome: fail(`invalid mutated payload: ${invalid}`), chainTimeout: false };
       }
-      const durationMs = now() - t0;
-      let outcome: InvocationOutcomeKind;
-      if (result.type === 'mutation') outcome = result.modified ? 'modified' : 'unchanged';
-      else if (result.valid) outcome = 'allowed';
-      else outcome = (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
-      return { outcome: { ...base, outcome, durationMs, result }, chainTimeout: false };
+      let kind: InvocationOutcomeKind;
+      if (result.type === 'mutation') kind = result.modified ? 'modified' : 'unchanged';
+      else if (result.valid) kind = 'allowed';
+      else kind = (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
+      const outcome = outcomeOf(kind);
+      outcome.result = result;
+      return { outcome, chainTimeout: false };
     } catch (error) {
       if (
         (controller.signal.aborted && controller.signal.reason instanceof FleetError) ||
@@ -348,16 +365,19 @@ export async function runChain(
         return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
       }
       const { reason, code } = failureReason(error);
-      return { outcome: fail(reason, code === undefined ? {} : { code }), chainTimeout: false };
+      return {
+        outcome: fail(reason, code === undefined ? undefined : { code }),
+        chainTimeout: false,
+      };
     } finally {
       if (timer !== undefined) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onCallerAbort);
+      live.delete(controller);
     }
   };
 
-  const fireAudit = (step: ChainStep, stepPayload: unknown) => {
+  const fireAudit = (step: ChainStep, stepPayload: unknown, scope: unknown) => {
     const start = () =>
-      void invokeStep(step, stepPayload, true).then(({ outcome }) =>
+      void invokeStep(step, stepPayload, true, scope).then(({ outcome }) =>
         safeCall(options.onAuditOutcome, outcome),
       );
     if (options.deferAudit) options.deferAudit(start);
@@ -377,13 +397,13 @@ export async function runChain(
     phase,
   });
 
-  const runValidators = async (stage: ChainStage) => {
+  const runValidators = async (stage: ChainStage, scope: unknown) => {
     const active: ChainStep[] = [];
     for (const step of stage.steps) {
-      if (step.interceptor.mode === 'audit') fireAudit(step, payload);
+      if (step.interceptor.mode === 'audit') fireAudit(step, payload, scope);
       else active.push(step);
     }
-    const runs = await Promise.all(active.map((step) => invokeStep(step, payload, false)));
+    const runs = await Promise.all(active.map((step) => invokeStep(step, payload, false, scope)));
     const denials: AbortInfo[] = [];
     const failures: AbortInfo[] = [];
     const timeouts: AbortInfo[] = [];
@@ -405,13 +425,13 @@ export async function runChain(
     }
   };
 
-  const runMutators = async (stage: ChainStage) => {
+  const runMutators = async (stage: ChainStage, scope: unknown) => {
     for (const step of stage.steps) {
       if (step.interceptor.mode === 'audit') {
-        fireAudit(step, payload);
+        fireAudit(step, payload, scope);
         continue;
       }
-      const run = await invokeStep(step, payload, false);
+      const run = await invokeStep(step, payload, false, scope);
       record(run);
       const o = run.outcome;
       if (run.chainTimeout) {
@@ -429,17 +449,22 @@ export async function runChain(
     }
   };
 
-  for (const stage of plan.stages) {
-    const run = () => (stage.kind === 'validators' ? runValidators(stage) : runMutators(stage));
-    if (options.wrapStage) {
-      let ran = false;
-      await options.wrapStage(stage, () => {
-        ran = true;
-        return run();
-      });
-      if (!ran) await run();
-    } else await run();
-    if (status !== 'success') break;
+  try {
+    for (const stage of plan.stages) {
+      const run = (scope?: unknown) =>
+        stage.kind === 'validators' ? runValidators(stage, scope) : runMutators(stage, scope);
+      if (options.wrapStage) {
+        let ran = false;
+        await options.wrapStage(stage, (scope) => {
+          ran = true;
+          return run(scope);
+        });
+        if (!ran) await run();
+      } else await run();
+      if (status !== 'success') break;
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', onCallerAbort);
   }
 
   const result: ChainResult = {

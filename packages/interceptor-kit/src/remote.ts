@@ -361,19 +361,16 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       return parseListResult(raw);
     },
 
-    async invoke(params: InvokeParams, { signal, batchable }: InvokeOptions) {
+    async invoke(params: InvokeParams, { signal, batchable, traceHeaders }: InvokeOptions) {
       const { invokeBatchLimit } = await connect();
-      const ids = activeTraceIds();
-      const context = {
-        timestamp: new Date().toISOString(),
-        ...params.context,
-        ...(ids && !params.context?.traceId ? ids : {}),
-      };
-      const trace = outgoingTraceHeaders(context);
-      const meta = trace.traceparent
-        ? { ...params._meta, traceparent: trace.traceparent }
-        : params._meta;
-      const body: InvokeParams = { ...params, context, ...(meta ? { _meta: meta } : {}) };
+      let context = params.context;
+      if (context?.timestamp === undefined || context.traceId === undefined) {
+        const ids = context?.traceId === undefined ? activeTraceIds() : undefined;
+        context = { timestamp: new Date().toISOString(), ...context, ...ids };
+      }
+      const trace = traceHeaders?.traceparent ? traceHeaders : outgoingTraceHeaders(context);
+      const body: InvokeParams = { ...params, context };
+      if (trace.traceparent) body._meta = { ...params._meta, traceparent: trace.traceparent };
       if (batchable && invokeBatchLimit > 1) return batcher.add(body, signal, invokeBatchLimit);
       return request(InterceptorMethod.INVOKE, body, signal, trace);
     },

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { context, diag, metrics, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ATTR, METRIC, SPAN } from './names.ts';
-import { injectTraceHeaders } from './propagation.ts';
+import { extractTraceContext, injectTraceHeaders } from './propagation.ts';
 import { currentTraceIds, withSpan } from './spans.ts';
 import { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
 import { type OtlpReceiver, startOtlpReceiver } from './testing/index.ts';
@@ -468,8 +468,38 @@ describe('startTelemetry: traces', () => {
 
     const logger = recordingLogger();
     const second = start({ serviceName: 'second', logger });
-    await withSpan(second.tracer, 'z', {}, (span) => expect(span.isRecording()).toBe(true));
+    await withSpan(second.tracer, 'z', {}, (span) => {
+      expect(trace.isSpanContextValid(span.spanContext())).toBe(true);
+      expect(injectTraceHeaders().traceparent).toContain(span.spanContext().spanId);
+    });
     expect(logger.messages).toEqual([]);
+  });
+
+  it('without an exporter, spans record nothing but carry trace context and the sampling decision', async () => {
+    const telemetry = start({ serviceName: 'quiet' });
+    let outer = '';
+    let inner: Record<string, string> = {};
+    await withSpan(telemetry.tracer, 'outer', {}, async (span) => {
+      expect(span.isRecording()).toBe(false);
+      outer = span.spanContext().traceId;
+      await withSpan(telemetry.tracer, 'inner', {}, (child) => {
+        expect(child.spanContext().traceId).toBe(outer);
+        expect(child.spanContext().spanId).not.toBe(span.spanContext().spanId);
+        inner = injectTraceHeaders();
+      });
+    });
+    expect(outer).toMatch(/^[0-9a-f]{32}$/);
+    expect(inner.traceparent).toMatch(new RegExp(`^00-${outer}-[0-9a-f]{16}-01$`));
+
+    // A caller's unsampled trace stays unsampled downstream (parent-based sampling).
+    const unsampled = extractTraceContext({
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00',
+    });
+    const headers = await context.with(unsampled, () =>
+      withSpan(telemetry.tracer, 'child', {}, () => injectTraceHeaders()),
+    );
+    expect(headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-00$/);
+    expect(headers.traceparent).not.toContain('b7ad6b7169203331');
   });
 
   it("routes OpenTelemetry's own warnings and errors to the logger, unless told not to", () => {

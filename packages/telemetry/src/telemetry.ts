@@ -56,6 +56,7 @@ import type {
   TraceExporterName,
   TracesOptions,
 } from './types.ts';
+import { UnrecordedTracerProvider } from './unrecorded.ts';
 
 /** The OTLP/HTTP traces URL used when an `otlp` exporter is asked for without an endpoint. */
 export const DEFAULT_OTLP_TRACES_URL = 'http://localhost:4318/v1/traces';
@@ -384,11 +385,15 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
       warn(`trace exporter ${name} not started: ${describe(error)}`, { exporter: name });
     }
   }
-  const tracerProvider = new TracerProvider({
-    resource,
-    sampler: createSampler(sampler, samplerRatio),
-    spanProcessors,
-  });
+  // With nowhere to send spans, spans only carry trace context (see unrecorded.ts).
+  const tracerProvider =
+    spanProcessors.length > 0
+      ? new TracerProvider({
+          resource,
+          sampler: createSampler(sampler, samplerRatio),
+          spanProcessors,
+        })
+      : new UnrecordedTracerProvider(createSampler(sampler, samplerRatio));
   if (trace.setGlobalTracerProvider(tracerProvider)) undo.push(() => trace.disable());
   else warn('a global tracer provider was already registered; keeping it');
 

@@ -2,10 +2,9 @@
  * Starts audit-mode interceptor invocations in batches. They never hold up a call, but each
  * one still wakes its interceptor service; started together, a batch is read by the
  * service in one wake-up instead of one per call, which matters more than anything else
- * on a loaded machine with few cores. Each start keeps the trace context it was deferred
- * in, so its span still belongs to the call's trace.
+ * on a loaded machine with few cores. Each start carries its own trace context (the chain
+ * hands each invocation its stage's), so its span still belongs to the call's trace.
  */
-import { context } from '@opentelemetry/api';
 
 /** Batches deferred starts; `delayMs` 0 starts each at once. */
 export class AuditBatcher {
@@ -23,8 +22,7 @@ export class AuditBatcher {
       start();
       return;
     }
-    const active = context.active();
-    this.#queue.push(() => context.with(active, start));
+    this.#queue.push(start);
     this.#timer ??= setTimeout(() => this.flush(), this.#delayMs);
   };
 

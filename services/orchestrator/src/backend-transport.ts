@@ -13,7 +13,6 @@
  * with `Last-Event-ID` when it drops; a stream that ends before its request's answer
  * answers it with a connection-closed error so the call fails at once instead of timing out.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { StringDecoder } from 'node:string_decoder';
 import { SseParser } from '@fleet/interceptor-kit';
 import type {
@@ -21,7 +20,7 @@ import type {
   TransportSendOptions,
 } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { context, propagation } from '@opentelemetry/api';
+import { type Context, context, propagation } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 
 /** An HTTP status the backend answered with where a JSON-RPC message was expected. */
@@ -35,27 +34,39 @@ export class BackendHttpError extends Error {
   }
 }
 
-/** Headers for the POST that carries one JSON-RPC request. */
+/** What the POST carrying one JSON-RPC request adds: headers, and whose trace context. */
 interface CallHeaders {
   method: string;
-  headers: Readonly<Record<string, string>>;
+  headers: Readonly<Record<string, string>> | undefined;
+  trace: Context | undefined;
 }
 
-const callHeaders = new AsyncLocalStorage<CallHeaders>();
+/**
+ * The call whose request is being sent. The SDK's `Protocol.request` hands its message to
+ * `send` synchronously, so a slot set around that call reaches exactly that POST, with no
+ * async context (which, on Node 20, would tax every promise in the process).
+ */
+let currentCall: CallHeaders | undefined;
 
 /**
  * Run `fn` (which sends one JSON-RPC request through an {@link HttpBackendTransport}) with
- * extra HTTP headers for that request: only the POST carrying a request for `method` gets
- * them, not other traffic the call sets off in the same async context (a reply to a
- * server-to-client request, a reconnect).
+ * extra HTTP headers and the trace context for that request: only the POST carrying a
+ * request for `method` sent while `fn` runs gets them, not other traffic the call sets off
+ * later (a reply to a server-to-client request, a reconnect, a cancellation).
  */
 export function withCallHeaders<T>(
   method: string,
   headers: Readonly<Record<string, string>> | undefined,
+  trace: Context | undefined,
   fn: () => T,
 ): T {
-  if (headers === undefined || Object.keys(headers).length === 0) return fn();
-  return callHeaders.run({ method, headers }, fn);
+  const previous = currentCall;
+  currentCall = { method, headers, trace };
+  try {
+    return fn();
+  } finally {
+    currentCall = previous;
+  }
 }
 
 /** Options for {@link HttpBackendTransport}. */
@@ -72,6 +83,10 @@ export function createBackendAgent(): Agent {
 }
 
 const ACCEPT_POST = 'application/json, text/event-stream';
+const POST_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'application/json',
+  accept: ACCEPT_POST,
+};
 const GET_RETRY_INITIAL_MS = 1_000;
 const GET_RETRY_MAX_MS = 30_000;
 
@@ -122,23 +137,29 @@ export class HttpBackendTransport implements Transport {
     this.#protocolVersion = version;
   }
 
-  #requestHeaders(extra?: Record<string, string>): Record<string, string> {
+  #requestHeaders(
+    extra?: Readonly<Record<string, string>>,
+    trace: Context = context.active(),
+  ): Record<string, string> {
     const headers: Record<string, string> = { ...this.#headers, ...extra };
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
     if (this.#protocolVersion !== undefined)
       headers['mcp-protocol-version'] = this.#protocolVersion;
-    propagation.inject(context.active(), headers);
+    propagation.inject(trace, headers);
     return headers;
   }
 
   async send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
+    // Read before anything awaits: the slot belongs to the synchronous call that sends.
+    const call =
+      currentCall && isRequest(message) && message.method === currentCall.method
+        ? currentCall
+        : undefined;
     if (this.#closed) throw new Error('transport closed');
-    const call = callHeaders.getStore();
-    const headers = this.#requestHeaders({
-      ...(call && isRequest(message) && message.method === call.method ? call.headers : {}),
-      'content-type': 'application/json',
-      accept: ACCEPT_POST,
-    });
+    const headers = this.#requestHeaders(
+      call?.headers === undefined ? POST_HEADERS : { ...call.headers, ...POST_HEADERS },
+      call?.trace,
+    );
     const response = await request(this.#url, {
       method: 'POST',
       headers,

@@ -20,6 +20,7 @@ import {
   ResultSchema,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { Context } from '@opentelemetry/api';
 import {
   BrokenCircuitError,
   BulkheadRejectedError,
@@ -67,6 +68,8 @@ export interface BackendCallOptions {
   idempotent?: boolean;
   /** Extra HTTP headers for this request's POST (HTTP backends; ignored over stdio). */
   headers?: Readonly<Record<string, string>> | undefined;
+  /** Whose trace context the request's POST carries (HTTP backends). Default: the active one. */
+  trace?: Context | undefined;
 }
 
 const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
@@ -273,7 +276,7 @@ export class Backend {
       return await policy.execute(async () => {
         const client = await this.#live();
         const call = (c: Client) =>
-          withCallHeaders(method, options.headers, () =>
+          withCallHeaders(method, options.headers, options.trace, () =>
             c.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
               timeout: this.config.resilience.timeoutMs,
               resetTimeoutOnProgress: true,

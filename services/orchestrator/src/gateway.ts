@@ -37,6 +37,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import {
   type Attributes,
+  type Context,
+  context,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -99,6 +101,11 @@ export type RequestContext = Pick<
 >;
 
 type Extra = RequestContext;
+
+/** What one client request passes down to the calls it makes: its tracing context. */
+interface CallScope {
+  trace: Context;
+}
 
 /** Dependencies of the gateway. */
 export interface GatewayDeps {
@@ -250,27 +257,25 @@ export class Gateway {
             ? 'mcp.prompt.name'
             : 'mcp.resource.uri'
       ] = target;
-    return telemetry.tracer.startActiveSpan(
-      method,
-      { kind: SpanKind.SERVER, attributes },
-      parent,
-      async (span) => {
-        let status = 'ok';
-        try {
-          return await this.#pipeline(session, method, params, extra, principal, target, span);
-        } catch (error) {
-          status = 'error';
-          safely(() => {
-            span.recordException(error as Error);
-            span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-          });
-          throw error;
-        } finally {
-          span.end();
-          telemetry.recordRequest(method, status, performance.now() - started);
-        }
-      },
-    );
+    // Spans are started and ended explicitly and their contexts passed down: entering an
+    // ambient context would make every promise of the process pay for its propagation.
+    const span = telemetry.tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
+    let status = 'ok';
+    try {
+      return await this.#pipeline(session, method, params, extra, principal, target, span, {
+        trace: trace.setSpan(parent, span),
+      });
+    } catch (error) {
+      status = 'error';
+      safely(() => {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      });
+      throw error;
+    } finally {
+      span.end();
+      telemetry.recordRequest(method, status, performance.now() - started);
+    }
   }
 
   async #pipeline(
@@ -281,6 +286,7 @@ export class Gateway {
     principal: Principal,
     target: string | undefined,
     span: Span,
+    scope: CallScope,
   ): Promise<Result> {
     const spanContext = span.spanContext();
     const context: InvocationContext = { principal, timestamp: new Date().toISOString() };
@@ -345,13 +351,14 @@ export class Gateway {
       extra,
       target,
       route?.backend.id,
+      scope,
     );
     if ('denied' in request) return request.denied;
     const forwardParams = request.payload as Record<string, unknown>;
 
     let result: Result;
     try {
-      result = await this.#dispatch(session, method, forwardParams, extra);
+      result = await this.#dispatch(session, method, forwardParams, extra, scope);
     } catch (error) {
       this.#observeBackendError(method, target, route?.backend.id, context, error);
       throw error;
@@ -365,6 +372,7 @@ export class Gateway {
       extra,
       target,
       route?.backend.id,
+      scope,
     );
     if ('denied' in response) return response.denied;
     const final = response.payload as Result;
@@ -490,6 +498,7 @@ export class Gateway {
     extra: Extra,
     target: string | undefined,
     backend: string | undefined,
+    scope: CallScope,
   ): Promise<{ payload: unknown } | { denied: Result }> {
     const { registry, config, telemetry } = this.#deps;
     const plan: ChainPlan = registry.plan(method, phase);
@@ -513,8 +522,8 @@ export class Gateway {
         onOutcome: (o) => telemetry.recordInvocation(o),
         onAuditOutcome: (o) => telemetry.recordInvocation(o),
         deferAudit: this.#audits.defer,
-        wrapStage: (stage, run) =>
-          telemetry.tracer.startActiveSpan(
+        wrapStage: async (stage, run) => {
+          const stageSpan = telemetry.tracer.startSpan(
             `chain ${phase} ${stage.kind}`,
             {
               attributes: {
@@ -523,14 +532,15 @@ export class Gateway {
                 'fleet.chain.event': method,
               },
             },
-            async (stageSpan) => {
-              try {
-                await run();
-              } finally {
-                stageSpan.end();
-              }
-            },
-          ),
+            scope.trace,
+          );
+          try {
+            // The stage's context reaches each invocation (tracedInvoker makes it the parent).
+            await run(trace.setSpan(scope.trace, stageSpan));
+          } finally {
+            stageSpan.end();
+          }
+        },
       },
     );
     telemetry.recordChain(result);
@@ -562,11 +572,12 @@ export class Gateway {
     method: string,
     params: Record<string, unknown>,
     extra: Extra,
+    scope?: CallScope,
   ): Promise<Result> {
     if (isListMethod(method)) {
       const page = await this.router.list(method, params, async (backend, p) => {
         const generation = this.#toolCache(backend).generation;
-        const answer = await this.#call(session, backend, method, p, extra);
+        const answer = await this.#call(session, backend, method, p, extra, undefined, scope);
         // Every tools/list page feeds the schema cache before the response chain filters it,
         // and loses the tools whose x-mcp-header annotations are invalid.
         if (method !== 'tools/list' || !Array.isArray(answer.tools)) return answer;
@@ -597,6 +608,7 @@ export class Gateway {
         { ...params, [field]: route.name },
         extra,
         headers,
+        scope,
       );
       if (method === 'resources/subscribe') session.subscriptions.add(name);
       if (method === 'resources/unsubscribe') session.subscriptions.delete(name);
@@ -620,18 +632,30 @@ export class Gateway {
         method,
         { ...params, ref: { ...ref, [key]: route.name } },
         extra,
+        undefined,
+        scope,
       );
     }
     if (method === 'logging/setLevel') {
       await Promise.all(
         this.#deps.backends
           .filter((b) => b.capabilities?.logging)
-          .map((b) => this.#call(session, b, method, params, extra).catch(() => undefined)),
+          .map((b) =>
+            this.#call(session, b, method, params, extra, undefined, scope).catch(() => undefined),
+          ),
       );
       return {};
     }
     if (this.#deps.backends.length === 1)
-      return this.#call(session, this.#deps.backends[0] as Backend, method, params, extra);
+      return this.#call(
+        session,
+        this.#deps.backends[0] as Backend,
+        method,
+        params,
+        extra,
+        undefined,
+        scope,
+      );
     throw new ProtocolError(JsonRpcCode.METHOD_NOT_FOUND, `Method not found: ${method}`);
   }
 
@@ -657,6 +681,7 @@ export class Gateway {
     params: Record<string, unknown> | undefined,
     extra: Extra,
     headers?: Record<string, string>,
+    scope?: CallScope,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
     const clientToken = (params?._meta as { progressToken?: string | number } | undefined)
@@ -698,34 +723,32 @@ export class Gateway {
     list.push(flight);
     this.#inFlight.set(backend, list);
     const started = performance.now();
+    const parent = scope?.trace ?? context.active();
+    const span = telemetry.tracer.startSpan(
+      `${method} ${backend.id}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { 'mcp.method.name': method, 'fleet.backend.id': backend.id },
+      },
+      parent,
+    );
     try {
-      return await telemetry.tracer.startActiveSpan(
-        `${method} ${backend.id}`,
-        {
-          kind: SpanKind.CLIENT,
-          attributes: { 'mcp.method.name': method, 'fleet.backend.id': backend.id },
-        },
-        async (span) => {
-          try {
-            const answer = backend.request(method, forwarded, {
-              signal,
-              onprogress,
-              idempotent: IDEMPOTENT.has(method),
-              headers,
-            });
-            // A backend's reserved _meta keys never reach the client as the gateway's word.
-            return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
-          } catch (error) {
-            safely(() =>
-              span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message }),
-            );
-            throw error;
-          } finally {
-            span.end();
-          }
-        },
+      const answer = backend.request(method, forwarded, {
+        signal,
+        onprogress,
+        idempotent: IDEMPOTENT.has(method),
+        headers,
+        trace: trace.setSpan(parent, span),
+      });
+      // A backend's reserved _meta keys never reach the client as the gateway's word.
+      return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
+    } catch (error) {
+      safely(() =>
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message }),
       );
+      throw error;
     } finally {
+      span.end();
       unlink();
       telemetry.recordBackend(backend.id, method, performance.now() - started);
       const i = list.indexOf(flight);

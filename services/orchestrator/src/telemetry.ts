@@ -4,9 +4,12 @@
  */
 import type { ChainResult, InvocationOutcome, Invoker } from '@fleet/core';
 import {
+  type Context,
   type Counter,
+  context,
   type Histogram,
   metrics,
+  propagation,
   SpanKind,
   SpanStatusCode,
   type Tracer,
@@ -85,12 +88,16 @@ export function createGatewayTelemetry(): GatewayTelemetry {
 
 /**
  * Wrap a service's invoker so each invocation runs in a CLIENT span named after the
- * interceptor; the remote call then carries that span's trace context to the service.
+ * interceptor, a child of the chain stage that runs it (its context arrives as the
+ * invocation's `scope`), whose trace context the remote call carries to the service. The
+ * span is started and ended explicitly: nothing here enters an ambient context, which on
+ * Node 20 would make every promise of the process pay for context propagation.
  */
 export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Tracer): Invoker {
   return {
-    invoke: (params, options) =>
-      tracer.startActiveSpan(
+    async invoke(params, options) {
+      const parent = (options.scope as Context | undefined) ?? context.active();
+      const span = tracer.startSpan(
         `interceptor ${params.name}`,
         {
           kind: SpanKind.CLIENT,
@@ -101,36 +108,40 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
             'fleet.chain.event': params.event,
           },
         },
-        async (span) => {
-          try {
-            const result = (await invoker.invoke(params, options)) as
-              | { valid?: unknown; modified?: unknown; severity?: unknown }
-              | undefined;
-            guard(() => {
-              const outcome =
-                result?.valid === true
-                  ? 'allowed'
-                  : result?.valid === false
-                    ? result.severity === 'warn' || result.severity === 'info'
-                      ? 'warned'
-                      : 'denied'
-                    : result?.modified === true
-                      ? 'modified'
-                      : 'unchanged';
-              span.setAttribute('fleet.interceptor.outcome', outcome);
-            });
-            return result;
-          } catch (error) {
-            guard(() => {
-              span.setAttribute('fleet.interceptor.outcome', 'failed');
-              span.recordException(error as Error);
-              span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-            });
-            throw error;
-          } finally {
-            span.end();
-          }
-        },
-      ),
+        parent,
+      );
+      const traceHeaders: Record<string, string> = {};
+      guard(() => propagation.inject(trace.setSpan(parent, span), traceHeaders));
+      try {
+        const result = (await invoker.invoke(
+          params,
+          traceHeaders.traceparent ? { ...options, traceHeaders } : options,
+        )) as { valid?: unknown; modified?: unknown; severity?: unknown } | undefined;
+        if (span.isRecording())
+          guard(() => {
+            const outcome =
+              result?.valid === true
+                ? 'allowed'
+                : result?.valid === false
+                  ? result.severity === 'warn' || result.severity === 'info'
+                    ? 'warned'
+                    : 'denied'
+                  : result?.modified === true
+                    ? 'modified'
+                    : 'unchanged';
+            span.setAttribute('fleet.interceptor.outcome', outcome);
+          });
+        return result;
+      } catch (error) {
+        guard(() => {
+          span.setAttribute('fleet.interceptor.outcome', 'failed');
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
   };
 }

@@ -83,17 +83,30 @@ describe('orchestrator process', () => {
     expect(root?.parentSpanId).toBe('b7ad6b7169203331');
     const probeSpans = spans.filter((s) => s.serviceName === 'probe');
     expect(probeSpans.length).toBeGreaterThanOrEqual(2); // request and response phase
-    const orchestratorSpanIds = new Set(
-      spans.filter((s) => s.serviceName === 'orchestrator').map((s) => s.spanId),
+    // The whole hierarchy: request span → chain stage spans → one CLIENT span per
+    // invocation → the service's own span; the backend call is a CLIENT span of the request
+    // span, and the backend's POST carried that span's id.
+    const ours = spans.filter((s) => s.serviceName === 'orchestrator');
+    const idsOf = (predicate: (name: string) => boolean) =>
+      new Set(ours.filter((s) => predicate(s.name)).map((s) => s.spanId));
+    const stages = ours.filter((s) => s.name.startsWith('chain '));
+    expect(stages.map((s) => s.name)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^chain request /),
+        expect.stringMatching(/^chain response /),
+      ]),
     );
-    for (const span of probeSpans)
-      expect(orchestratorSpanIds.has(span.parentSpanId ?? '')).toBe(true);
-    expect(
-      spans.some((s) => s.serviceName === 'orchestrator' && s.name === 'interceptor probe'),
-    ).toBe(true);
-    expect(
-      spans.some((s) => s.serviceName === 'orchestrator' && s.name.startsWith('chain request')),
-    ).toBe(true);
+    for (const stage of stages) expect(stage.parentSpanId).toBe(root?.spanId);
+    const stageIds = idsOf((name) => name.startsWith('chain '));
+    const invocations = ours.filter((s) => s.name === 'interceptor probe');
+    expect(invocations.length).toBeGreaterThanOrEqual(2);
+    for (const invocation of invocations)
+      expect(stageIds.has(invocation.parentSpanId ?? '')).toBe(true);
+    const invocationIds = idsOf((name) => name === 'interceptor probe');
+    for (const span of probeSpans) expect(invocationIds.has(span.parentSpanId ?? '')).toBe(true);
+    const backendCall = ours.find((s) => s.name === 'tools/call fx');
+    expect(backendCall?.parentSpanId).toBe(root?.spanId);
+    expect(headers.traceparent?.split('-')[2]).toBe(backendCall?.spanId);
 
     const metrics = await (await fetch(`${orchestrator.url}/metrics`)).text();
     expect(metrics).toContain('fleet_interceptor_duration');
