@@ -12,7 +12,7 @@ import { type Authenticator, createAuthenticator } from './auth.ts';
 import { Backend } from './backends.ts';
 import { type OrchestratorConfig, overridesOf } from './config.ts';
 import { type ChainObserver, Gateway } from './gateway.ts';
-import { createMcpRouter } from './http-ingress.ts';
+import { createMcpIngress } from './http-ingress.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import { Registry } from './registry.ts';
@@ -90,7 +90,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
       ),
   );
   gateway = new Gateway({ backends, registry, config, log, telemetry, observer: deps.observer });
-  const mcp = createMcpRouter({
+  const mcp = createMcpIngress({
     gateway,
     registry,
     config,
@@ -118,14 +118,19 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     app.get('/metrics', (req, res) => handler(req, res));
   }
   app.use('/admin', createAdminRouter({ registry, adminToken: deps.adminToken }));
-  app.use('/mcp', mcp.router);
   app.use((_req, res) => {
     res.status(404).json({ error: 'not found' });
   });
 
   const activeGateway = gateway;
+  // MCP traffic is served by plain node handling (no framework on the hot path); the rest
+  // (health, metrics, admin) by express.
+  const listener: RequestListener = (req, res) => {
+    if (mcp.matches(req.url)) mcp.handle(req, res);
+    else app(req, res);
+  };
   return {
-    listener: app,
+    listener,
     app,
     gateway: activeGateway,
     registry,

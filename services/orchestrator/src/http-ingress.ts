@@ -10,10 +10,12 @@
  * known (never `null`).
  */
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import {
   classifyRequest,
   FleetError,
-  HTTP_ERROR_CODES,
   type HttpErrorCode,
   httpStatusOfJsonRpcError,
   isStatelessVersion,
@@ -22,14 +24,19 @@ import {
   type RequestRevision,
 } from '@fleet/core';
 import { errorEnvelope } from '@fleet/interceptor-kit';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Authenticator } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { ClientSession, Gateway } from './gateway.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
-import { acceptPost, type PostedMessage, SessionTransport } from './session-transport.ts';
+import {
+  acceptPost,
+  type PostedMessage,
+  SessionTransport,
+  sendError,
+} from './session-transport.ts';
 import { serveStateless } from './stateless.ts';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -46,8 +53,8 @@ function hostname(hostHeader: string): string {
   return hostHeader.split(':')[0] ?? '';
 }
 
-/** Options for {@link createMcpRouter}. */
-export interface McpRouterOptions {
+/** Options for {@link createMcpIngress}. */
+export interface McpIngressOptions {
   gateway: Gateway;
   registry: Registry;
   config: OrchestratorConfig;
@@ -56,22 +63,23 @@ export interface McpRouterOptions {
 }
 
 /** The `/mcp` endpoint and its guards, plus a way to close every session. */
-export interface McpRouter {
-  router: Router;
+export interface McpIngress {
+  /** True for a request to the MCP endpoint (`/mcp`, any query). */
+  matches(url: string | undefined): boolean;
+  /** Serve one HTTP request to the MCP endpoint. */
+  handle(req: IncomingMessage, res: ServerResponse): void;
   sessionCount(): number;
   closeAll(): Promise<void>;
 }
 
-function reject(
-  res: Response,
+const reject = (
+  res: ServerResponse,
   kind: HttpErrorCode,
   message: string,
   options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
-): void {
-  const { http, jsonrpc } = HTTP_ERROR_CODES[kind];
-  for (const [k, v] of Object.entries(options.headers ?? {})) res.setHeader(k, v);
-  res.status(http).json(errorEnvelope(options.id, jsonrpc, message, options.data));
-}
+): void => {
+  if (!res.headersSent) sendError(res, kind, message, options);
+};
 
 /** The id of a posted message when it is a valid JSON-RPC id (else the error omits it). */
 function idOf(body: unknown): string | number | undefined {
@@ -79,108 +87,137 @@ function idOf(body: unknown): string | number | undefined {
   return typeof id === 'string' || Number.isSafeInteger(id) ? (id as string | number) : undefined;
 }
 
-/** Build the `/mcp` router. */
-export function createMcpRouter(options: McpRouterOptions): McpRouter {
+/** Why a body could not be read, as the answer to send. */
+class BodyError extends Error {
+  readonly kind: HttpErrorCode;
+  constructor(kind: HttpErrorCode, message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+/** The decoded body stream for a `Content-Encoding`, or undefined when unsupported. */
+function decoded(req: IncomingMessage): Readable | undefined {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
+  if (encoding === 'identity' || encoding === '') return req;
+  const inflate =
+    encoding === 'gzip' || encoding === 'x-gzip'
+      ? createGunzip()
+      : encoding === 'deflate'
+        ? createInflate()
+        : encoding === 'br'
+          ? createBrotliDecompress()
+          : undefined;
+  return inflate ? req.pipe(inflate) : undefined;
+}
+
+/**
+ * Read a POST body as JSON: at most `limit` bytes (declared or counted as they arrive,
+ * decoded), UTF-8 only (RFC 8259; a decoder would quietly substitute U+FFFD), any JSON
+ * text (a primitive is then an invalid request, not a parse error); an empty body is `{}`.
+ */
+function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > limit) {
+      reject(new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`));
+      return;
+    }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      reject(
+        new BodyError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${charset.slice(0, 32)}"`),
+      );
+      return;
+    }
+    const stream = decoded(req);
+    if (!stream) {
+      reject(new BodyError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding'));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (error: BodyError | undefined, value?: unknown) => {
+      if (done) return;
+      done = true;
+      if (error) reject(error);
+      else resolve(value);
+    };
+    stream.on('data', (chunk: Buffer) => {
+      if (done) return; // over the limit: the rest is read and dropped
+      size += chunk.length;
+      if (size > limit) {
+        chunks.length = 0;
+        finish(new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('error', () =>
+      finish(new BodyError('PARSE_ERROR', 'Parse error: the body could not be read or decoded')),
+    );
+    stream.on('end', () => {
+      if (done) return;
+      const buffer = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      if (buffer.length === 0) return finish(undefined, {});
+      if (!isUtf8(buffer))
+        return finish(new BodyError('PARSE_ERROR', 'Parse error: body is not valid UTF-8'));
+      let value: unknown;
+      try {
+        value = JSON.parse(buffer.toString('utf8'));
+      } catch {
+        return finish(new BodyError('PARSE_ERROR', 'Parse error: body is not valid JSON'));
+      }
+      finish(undefined, value);
+    });
+  });
+}
+
+/** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
+export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const { gateway, registry, config, authenticator, log } = options;
   const sessions = new Map<string, HttpSession>();
   const allowedHosts = new Set(config.security.allowedHosts.map((h) => h.toLowerCase()));
   const allowedOrigins = new Set(config.security.allowedOrigins.map((o) => o.toLowerCase()));
-  const router = express.Router();
 
-  // DNS rebinding: a browser page on another origin must not reach a loopback gateway.
-  router.use((req: Request, res: Response, next: NextFunction) => {
+  /** DNS rebinding: a browser page on another origin must not reach a loopback gateway. */
+  const rebindingProblem = (req: IncomingMessage): string | undefined => {
     const host = (req.headers.host ?? '').toLowerCase();
     if (
       !LOOPBACK_HOSTS.has(hostname(host)) &&
       !allowedHosts.has(host) &&
       !allowedHosts.has(hostname(host))
     ) {
-      return reject(res, 'FORBIDDEN', `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`);
+      return `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`;
     }
     const origin = req.headers.origin?.toLowerCase();
     if (origin !== undefined && !allowedOrigins.has(origin)) {
       let ok = false;
       try {
-        ok =
-          LOOPBACK_HOSTS.has(new URL(origin).hostname) ||
-          LOOPBACK_HOSTS.has(`[${new URL(origin).hostname}]`);
+        const { hostname: originHost } = new URL(origin);
+        ok = LOOPBACK_HOSTS.has(originHost) || LOOPBACK_HOSTS.has(`[${originHost}]`);
       } catch {
         ok = false;
       }
-      if (!ok)
-        return reject(res, 'FORBIDDEN', `Forbidden: Origin "${req.headers.origin}" is not allowed`);
+      if (!ok) return `Forbidden: Origin "${req.headers.origin}" is not allowed`;
     }
-    next();
-  });
-
-  router.use(async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      const principal = await authenticator.authenticate(req.headers.authorization);
-      (req as Request & { auth?: unknown }).auth = {
-        token: '',
-        clientId: principal.id ?? principal.type,
-        scopes: [],
-        extra: { principal },
-      };
-      res.locals.principal = principal;
-      next();
-    } catch (error) {
-      const message = error instanceof FleetError ? error.message : 'authentication failed';
-      reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
-        headers: { 'www-authenticate': 'Bearer' },
-      });
-    }
-  });
-
-  router.post(
-    '/',
-    express.json({
-      limit: config.limits.maxBodyBytes,
-      type: () => true,
-      // Any JSON text parses; a primitive then gets -32600 (not a message), not -32700.
-      strict: false,
-      // JSON text must be UTF-8 (RFC 8259); the decoder would quietly substitute U+FFFD.
-      verify: (_req, _res, buffer) => {
-        if (!isUtf8(buffer)) throw new Error('invalid UTF-8');
-      },
-    }),
-  );
-
-  router.use(
-    (
-      error: Error & { type?: string; status?: number },
-      _req: Request,
-      res: Response,
-      next: NextFunction,
-    ) => {
-      if (error.type === 'entity.too.large') {
-        return reject(
-          res,
-          'PAYLOAD_TOO_LARGE',
-          `Request body exceeds ${config.limits.maxBodyBytes} bytes`,
-        );
-      }
-      if (error.type === 'entity.parse.failed')
-        return reject(res, 'PARSE_ERROR', 'Parse error: body is not valid JSON');
-      if (error.type === 'entity.verify.failed')
-        return reject(res, 'PARSE_ERROR', 'Parse error: body is not valid UTF-8');
-      if (error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
-        return reject(res, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding');
-      }
-      next(error);
-    },
-  );
+    return undefined;
+  };
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
 
   const stateless = { gateway, registry, log };
 
-  router.all('/', async (req: Request, res: Response) => {
-    const principal = res.locals.principal as Principal;
+  const serve = async (
+    req: IncomingMessage & { auth?: AuthInfo },
+    res: ServerResponse,
+    principal: Principal,
+    body: unknown,
+  ): Promise<void> => {
     const sessionId = req.headers['mcp-session-id'];
-    const id = idOf(req.body);
+    const id = idOf(body);
     if (req.method === 'POST') {
-      const body: unknown = req.body;
       if (Array.isArray(body))
         return reject(res, 'INVALID_REQUEST', 'JSON-RPC batches are not supported');
       if (typeof body !== 'object' || body === null)
@@ -194,9 +231,13 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
         revision = classifyRequest(body, req.headers);
       } catch (error) {
         if (!(error instanceof ProtocolError)) throw error;
+        const json = JSON.stringify(errorEnvelope(id, error.code, error.message, error.data));
         res
-          .status(httpStatusOfJsonRpcError(error.code))
-          .json(errorEnvelope(id, error.code, error.message, error.data));
+          .writeHead(httpStatusOfJsonRpcError(error.code), {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(json),
+          })
+          .end(json);
         return;
       }
       if (revision.kind === 'stateless') {
@@ -219,10 +260,10 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
           id,
         });
       }
-      return existing.transport.handleRequest(req, res, req.body);
+      return existing.transport.handleRequest(req, res, body);
     }
     const isInitialize =
-      req.method === 'POST' && (req.body as { method?: unknown }).method === 'initialize';
+      req.method === 'POST' && (body as { method?: unknown }).method === 'initialize';
     if (!isInitialize) {
       return reject(
         res,
@@ -243,7 +284,7 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
     };
     try {
       await session.server.connect(transport);
-      transport.handleRequest(req, res, req.body);
+      transport.handleRequest(req, res, body);
       // The transport assigns the session id while accepting initialize, before it answers.
       if (transport.sessionId) {
         session.id = transport.sessionId;
@@ -255,12 +296,55 @@ export function createMcpRouter(options: McpRouterOptions): McpRouter {
       }
     } catch (error) {
       log.error({ err: String(error) }, 'session start failed');
-      if (!res.headersSent) reject(res, 'INTERNAL', 'Internal error', { id });
+      reject(res, 'INTERNAL', 'Internal error', { id });
     }
-  });
+  };
+
+  const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
+    const forbidden = rebindingProblem(req);
+    if (forbidden !== undefined) return reject(res, 'FORBIDDEN', forbidden);
+    let principal: Principal;
+    try {
+      principal = await authenticator.authenticate(req.headers.authorization);
+    } catch (error) {
+      const message = error instanceof FleetError ? error.message : 'authentication failed';
+      return reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
+        headers: { 'www-authenticate': 'Bearer' },
+      });
+    }
+    req.auth = {
+      token: '',
+      clientId: principal.id ?? principal.type,
+      scopes: [],
+      extra: { principal },
+    };
+    let body: unknown;
+    if (req.method === 'POST') {
+      try {
+        body = await readJsonBody(req, config.limits.maxBodyBytes);
+      } catch (error) {
+        if (!(error instanceof BodyError)) throw error;
+        // Stop reading a body we refused: close the connection once the answer is out.
+        if (error.kind === 'PAYLOAD_TOO_LARGE') res.setHeader('connection', 'close');
+        return reject(res, error.kind, error.message);
+      }
+    }
+    await serve(req, res, principal, body);
+  };
 
   return {
-    router,
+    matches(url) {
+      if (url === undefined) return false;
+      const end = url.indexOf('?');
+      const path = (end < 0 ? url : url.slice(0, end)).toLowerCase();
+      return path === '/mcp' || path === '/mcp/';
+    },
+    handle(req, res) {
+      handle(req, res).catch((error: unknown) => {
+        log.error({ err: String(error) }, 'mcp request failed');
+        reject(res, 'INTERNAL', 'Internal error');
+      });
+    },
     sessionCount: () => sessions.size,
     async closeAll() {
       await Promise.all(

@@ -1,5 +1,6 @@
 /** Ingress guards: batches, body limit, Host/Origin (DNS rebinding), auth, session binding. */
 import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { allow, defineValidator } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ const INIT = {
 };
 
 /** A POST through node:http, which (unlike fetch) lets a test set the Host header. */
-async function raw(url: string, body: string, headers: Record<string, string> = {}) {
+async function raw(url: string, body: string | Buffer, headers: Record<string, string> = {}) {
   const { status, text } = await new Promise<{ status: number; text: string }>(
     (resolve, reject) => {
       const req = request(
@@ -100,6 +101,30 @@ describe('ingress guards', () => {
     expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toBe(
       '[fx] ok',
     );
+  });
+
+  it('reads gzip bodies within the limit and refuses unknown encodings and charsets', async () => {
+    const gw = await gateway('limits: {maxBodyBytes: 4096}\n');
+    const ok = await raw(gw.mcpUrl, gzipSync(JSON.stringify(INIT)), { 'content-encoding': 'gzip' });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('"protocolVersion"');
+    // Inflated size counts: a small compressed body that expands past the limit is refused.
+    const bomb = gzipSync(
+      JSON.stringify({ ...INIT, params: { ...INIT.params, pad: 'x'.repeat(100_000) } }),
+    );
+    expect(bomb.length).toBeLessThan(4096);
+    const big = await raw(gw.mcpUrl, bomb, { 'content-encoding': 'gzip' });
+    expect([big.status, big.json.error?.code]).toEqual([413, -32600]);
+    const unknown = await raw(gw.mcpUrl, JSON.stringify(INIT), { 'content-encoding': 'compress' });
+    expect([unknown.status, unknown.json.error?.code]).toEqual([415, -32600]);
+    expect(unknown.json.error?.message).toContain('encoding');
+    const latin1 = await raw(gw.mcpUrl, JSON.stringify(INIT), {
+      'content-type': 'application/json; charset=latin1',
+    });
+    expect([latin1.status, latin1.json.error?.code]).toEqual([415, -32600]);
+    expect(latin1.json.error?.message).toContain('latin1');
+    const broken = await raw(gw.mcpUrl, Buffer.from('not gzip'), { 'content-encoding': 'gzip' });
+    expect([broken.status, broken.json.error?.code]).toEqual([400, -32700]);
   });
 
   it('accepts a loopback Origin and configured hosts', async () => {
