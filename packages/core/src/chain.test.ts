@@ -137,6 +137,38 @@ describe('runChain (in process)', () => {
       ['gate', undefined],
       ['observer', true],
     ]);
+
+    // With coalesce, active invocations may travel together too; each gets the scope its
+    // stage handed to run.
+    seen.length = 0;
+    const scopes: unknown[] = [];
+    const traced: Invoker = {
+      invoke: async (params, options) => {
+        scopes.push(options.scope);
+        return invoker.invoke(params, options);
+      },
+    };
+    const coalesced = await runChain(
+      planChain(
+        resolveService(
+          'svc',
+          chain.map((i) => parseInterceptorInfo(i.descriptor)),
+          traced,
+        ),
+        'tools/call',
+        'request',
+      ),
+      { payload: { name: 'echo' } },
+      { coalesce: true, wrapStage: (stage, run) => run(`scope of ${stage.kind}`) },
+    );
+    expect(coalesced.status).toBe('success');
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        ['gate', true],
+        ['observer', true],
+      ]),
+    );
+    expect(scopes).toEqual(['scope of validators', 'scope of validators']);
   });
 
   it('treats a mutated payload the method validator rejects as that mutator failing', async () => {

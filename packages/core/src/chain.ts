@@ -27,8 +27,9 @@ export interface InvokeOptions {
   /** Aborted when the invocation's time budget runs out or its caller gives up. */
   signal: AbortSignal;
   /**
-   * Nobody waits on this answer (an audit-mode invocation): the invoker may send it
-   * together with others to the same service.
+   * The invoker may send this invocation together with others to the same service started
+   * in the same turn of the event loop (always for audit-mode invocations, which nobody
+   * waits on; for active ones when the chain runs with {@link RunChainOptions.coalesce}).
    */
   batchable?: boolean;
   /**
@@ -214,6 +215,13 @@ export interface RunChainOptions {
    * children without an ambient context).
    */
   wrapStage?: (stage: ChainStage, run: (scope?: unknown) => Promise<void>) => Promise<void>;
+  /**
+   * Let invokers coalesce active invocations too: under concurrent load, the invocations
+   * of many chains that reach one service in the same event-loop turn then travel as one
+   * request (far less CPU per invocation on both sides). The price: the answers of one
+   * batch return together, so a slow item delays the others of its batch.
+   */
+  coalesce?: boolean;
   /** Monotonic clock in milliseconds (default `performance.now`). */
   now?: () => number;
 }
@@ -318,7 +326,7 @@ export async function runChain(
     if (input.context) params.context = input.context;
     const controller = new AbortController();
     const invokeOptions: InvokeOptions = { signal: controller.signal };
-    if (audit) invokeOptions.batchable = true;
+    if (audit || options.coalesce) invokeOptions.batchable = true;
     if (scope !== undefined) invokeOptions.scope = scope;
     if (!audit) live.add(controller);
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -113,7 +113,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
 
   const post = async (
     body: Record<string, unknown>,
-    extraHeaders: Record<string, string>,
+    extraHeaders: Readonly<Record<string, string>>,
     signal: AbortSignal | undefined,
   ): Promise<{
     status: number;
@@ -165,7 +165,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
     method: string,
     params: unknown,
     signal?: AbortSignal,
-    extraHeaders: Record<string, string> = {},
+    extraHeaders: Readonly<Record<string, string>> = {},
     retried = false,
   ): Promise<unknown> => {
     const id = nextId++;
@@ -288,26 +288,28 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
 
   /**
    * Batchable invocations started in the same turn of the event loop go out as one
-   * `fleet/interceptor/invokeBatch` (each keeps its own trace context in `_meta`), so a
-   * burst of audit-mode invocations wakes the service once.
+   * `fleet/interceptor/invokeBatch` (each keeps its own trace context in `_meta`): a burst
+   * of audit-mode invocations, or the invocations of many concurrent chains, wakes the
+   * service once. A lone invocation goes out as a plain `interceptor/invoke`. An invocation
+   * whose signal aborts is answered at once, whether or not its batch went out.
    */
   const batcher = (() => {
     interface Pending {
       body: InvokeParams;
       signal: AbortSignal;
+      trace: Readonly<Record<string, string>>;
       resolve(value: unknown): void;
       reject(error: unknown): void;
     }
     let queue: Pending[] = [];
     const send = async (batch: Pending[]) => {
-      const live = batch.filter((p) => {
-        if (!p.signal.aborted) return true;
-        p.reject(p.signal.reason);
-        return false;
-      });
+      const live = batch.filter((p) => !p.signal.aborted);
       const only = live[0];
       if (live.length === 1 && only) {
-        request(InterceptorMethod.INVOKE, only.body, only.signal).then(only.resolve, only.reject);
+        request(InterceptorMethod.INVOKE, only.body, only.signal, only.trace).then(
+          only.resolve,
+          only.reject,
+        );
         return;
       }
       if (live.length === 0) return;
@@ -329,10 +331,28 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       }
     };
     return {
-      add(body: InvokeParams, signal: AbortSignal, limit: number): Promise<unknown> {
+      add(
+        body: InvokeParams,
+        signal: AbortSignal,
+        trace: Readonly<Record<string, string>>,
+        limit: number,
+      ): Promise<unknown> {
+        if (signal.aborted) return Promise.reject(signal.reason);
         return new Promise((resolve, reject) => {
+          const onAbort = () => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+          const settle =
+            <T>(fn: (value: T) => void) =>
+            (value: T) => {
+              signal.removeEventListener('abort', onAbort);
+              fn(value);
+            };
           // The first of a turn schedules the flush; the rest join it.
-          if (queue.push({ body, signal, resolve, reject }) > 1) return;
+          if (
+            queue.push({ body, signal, trace, resolve: settle(resolve), reject: settle(reject) }) >
+            1
+          )
+            return;
           setImmediate(() => {
             const all = queue;
             queue = [];
@@ -371,7 +391,8 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       const trace = traceHeaders?.traceparent ? traceHeaders : outgoingTraceHeaders(context);
       const body: InvokeParams = { ...params, context };
       if (trace.traceparent) body._meta = { ...params._meta, traceparent: trace.traceparent };
-      if (batchable && invokeBatchLimit > 1) return batcher.add(body, signal, invokeBatchLimit);
+      if (batchable && invokeBatchLimit > 1)
+        return batcher.add(body, signal, trace, invokeBatchLimit);
       return request(InterceptorMethod.INVOKE, body, signal, trace);
     },
 

@@ -33,20 +33,24 @@ async function countingService() {
       name: 'observer',
       mode: 'audit',
       hooks: [{ events: ['*'], phase: 'request' }],
-      handler: (payload) =>
-        (payload as { arguments?: { text?: string } }).arguments?.text === 'bad'
-          ? deny('bad text')
-          : allow(),
+      handler: async (payload) => {
+        const text = (payload as { arguments?: { text?: string } }).arguments?.text;
+        if (text === 'slow') await new Promise((resolve) => setTimeout(resolve, 400));
+        return text === 'bad' ? deny('bad text') : allow();
+      },
     }),
   ]);
   const { listener } = createInterceptorHttpApp(host, { name: 'batch-test' });
   const listening = await listen(listener, { service: 'batch-test', announce: false });
   defer(() => listening.close(100));
   let posts = 0;
+  const traceparents: Array<string | undefined> = [];
   listening.server.on('request', (req: IncomingMessage) => {
-    if (req.method === 'POST') posts++;
+    if (req.method !== 'POST') return;
+    posts++;
+    traceparents.push(req.headers.traceparent as string | undefined);
   });
-  return { url: `${listening.url}/mcp`, posts: () => posts };
+  return { url: `${listening.url}/mcp`, posts: () => posts, traceparents };
 }
 
 /**
@@ -170,6 +174,47 @@ describe('fleet/interceptor/invokeBatch', () => {
     expect(results[3]).toMatchObject({ valid: true });
     expect(results[4]).toBeInstanceOf(ProtocolError);
     expect((results[4] as ProtocolError).code).toBe(-32602);
+  });
+
+  it('answers an aborted invocation at once, not when its batch returns', async () => {
+    const { url } = await countingService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    await service.connect();
+    const controller = new AbortController();
+    const signal = AbortSignal.timeout(5_000);
+    const started = performance.now();
+    const slow = service.invoke(params('observer', 'slow'), { signal, batchable: true });
+    const cancelled = service
+      .invoke(params('observer', 'a'), { signal: controller.signal, batchable: true })
+      .catch((e: unknown) => e);
+    setTimeout(() => controller.abort(new Error('caller gave up')), 50);
+    expect(await cancelled).toMatchObject({ message: 'caller gave up' });
+    expect(performance.now() - started).toBeLessThan(350);
+    expect(await slow).toMatchObject({ valid: true });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    // Already aborted: refused without a request.
+    const gone = new AbortController();
+    gone.abort(new Error('too late'));
+    await expect(
+      service.invoke(params('observer', 'a'), { signal: gone.signal, batchable: true }),
+    ).rejects.toThrow('too late');
+  });
+
+  it('sends a lone batchable invocation as interceptor/invoke with its trace headers', async () => {
+    const { url, traceparents } = await countingService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    await service.connect();
+    traceparents.length = 0;
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const result = await service.invoke(params('observer', 'a'), {
+      signal: AbortSignal.timeout(5_000),
+      batchable: true,
+      traceHeaders: { traceparent },
+    });
+    expect(result).toMatchObject({ valid: true });
+    expect(traceparents).toEqual([traceparent]);
   });
 
   it('invokes one by one a server that does not declare the capability', async () => {

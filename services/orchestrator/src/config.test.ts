@@ -6,7 +6,12 @@ describe('orchestrator config', () => {
   it('applies documented defaults to an empty file', () => {
     const config = parseConfig('');
     expect(config.backends).toEqual([]);
-    expect(config.chain).toEqual({ timeoutMs: 2000, denyAs: 'error', auditBatchMs: 5 });
+    expect(config.chain).toEqual({
+      timeoutMs: 2000,
+      denyAs: 'error',
+      auditBatchMs: 5,
+      coalesceInvocations: true,
+    });
     expect(config.auth).toEqual({ mode: 'none' });
     expect(config.limits).toEqual({
       maxBodyBytes: 4194304,

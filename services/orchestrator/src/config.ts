@@ -88,6 +88,12 @@ export const OrchestratorConfigSchema = z
          * (0: each at once). They never delay a call; batching wakes observers less often.
          */
         auditBatchMs: z.number().int().min(0).max(1000).default(5),
+        /**
+         * Invocations of concurrent calls that reach one interceptor service in the same
+         * event-loop turn travel as one `fleet/interceptor/invokeBatch` (to services that
+         * declare it). Much cheaper under load; a slow item delays the answers of its batch.
+         */
+        coalesceInvocations: z.boolean().default(true),
       })
       .prefault({}),
     audit: z

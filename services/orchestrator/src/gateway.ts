@@ -522,6 +522,7 @@ export class Gateway {
         onOutcome: (o) => telemetry.recordInvocation(o),
         onAuditOutcome: (o) => telemetry.recordInvocation(o),
         deferAudit: this.#audits.defer,
+        coalesce: config.chain.coalesceInvocations,
         wrapStage: async (stage, run) => {
           const stageSpan = telemetry.tracer.startSpan(
             `chain ${phase} ${stage.kind}`,

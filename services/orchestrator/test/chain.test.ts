@@ -93,6 +93,41 @@ describe('the chain in the gateway', () => {
     ]);
   });
 
+  it('coalesces the invocations of concurrent calls into batches, each call keeping its own answers', async () => {
+    const run = async (extra: string) => {
+      const { client, served } = await setup(
+        list,
+        [[textArgMutator('exclaim', (s) => `${s}!`), forbidden], [responseTagger]],
+        extra,
+      );
+      await client.callTool({ name: 'echo', arguments: { text: 'warm' } });
+      const before = served.map((s) => s.posts());
+      const texts = Array.from({ length: 24 }, (_, i) =>
+        i % 5 === 4 ? `forbidden ${i}` : `t${i}`,
+      );
+      const results = await Promise.all(
+        texts.map((text) =>
+          client.callTool({ name: 'echo', arguments: { text } }).then(textOf, (e: unknown) => e),
+        ),
+      );
+      // Every call got its own mutations and its own verdict, batched or not.
+      texts.forEach((text, i) => {
+        if (text.startsWith('forbidden')) expect((results[i] as McpError).code).toBe(403);
+        else expect(results[i]).toBe(`[fx] ${text}! #tagged`);
+      });
+      return served.map((s, i) => s.posts() - (before[i] ?? 0));
+    };
+    // 24 calls sent at once, 4 of them denied: 44 request-phase invocations (24 validator,
+    // 20 mutator: a denial stops the phase) and 20 for the tagger. One by one, each is a
+    // POST; coalesced, the request-phase ones that arrive in the same event-loop turn share
+    // one (response phases end at scattered times, so the tagger's may or may not).
+    const separate = await run('chain: {coalesceInvocations: false}\n');
+    expect(separate[0]).toBeGreaterThanOrEqual(44);
+    expect(separate[1]).toBeGreaterThanOrEqual(20);
+    const [coalesced] = await run('');
+    expect(coalesced).toBeLessThan(44);
+  });
+
   it('blocks with 403 (policy denial) listing the validator, and never calls the backend', async () => {
     const { client, backend } = await setup(list, [
       [forbidden, textArgMutator('upper', (s) => s.toUpperCase())],

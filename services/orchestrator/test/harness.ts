@@ -95,10 +95,14 @@ export async function startGateway(
 export async function serveInterceptors(
   interceptors: Interceptor[],
   options: Partial<InterceptorHttpOptions> = {},
-): Promise<{ url: string; stop: () => Promise<void> }> {
+): Promise<{ url: string; stop: () => Promise<void>; posts: () => number }> {
   const host = createInterceptorHost(interceptors);
   const { listener } = createInterceptorHttpApp(host, { name: 'test-interceptors', ...options });
   const listening = await listen(listener, { service: 'test', announce: false });
+  let posts = 0;
+  listening.server.on('request', (req: { method?: string }) => {
+    if (req.method === 'POST') posts++;
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -107,7 +111,7 @@ export async function serveInterceptors(
     await listening.close(0);
   };
   defer(stop);
-  return { url: `${listening.url}/mcp`, stop };
+  return { url: `${listening.url}/mcp`, stop, posts: () => posts };
 }
 
 /** An MCP SDK client connected to `url`. */
