@@ -251,6 +251,52 @@ describe('runChain (in process)', () => {
     expect(params.event).toBe('tools/call');
   });
 
+  it('answers a timed-out invocation at once and cancels its request when the run ends', async () => {
+    const signals: AbortSignal[] = [];
+    const invoker: Invoker = {
+      invoke: (params, { signal }) => {
+        signals.push(signal);
+        if (params.name === 'slow') return new Promise(() => {}); // never answers
+        return Promise.resolve({
+          interceptor: params.name,
+          type: 'validation',
+          phase: params.phase,
+          valid: true,
+        });
+      },
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'slow',
+          type: 'validation',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+        parseInterceptorInfo({
+          name: 'quick',
+          type: 'validation',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+      { slow: { timeoutMs: 50, failOpen: true } },
+    );
+    const started = performance.now();
+    const result = await runChain(planChain(chain, 'tools/call', 'request'), { payload: {} });
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(result.status).toBe('success');
+    expect(result.results.find((r) => r.interceptor === 'slow')).toMatchObject({
+      outcome: 'timeout',
+      failedOpen: true,
+    });
+    expect(signals).toHaveLength(2);
+    for (const signal of signals) {
+      expect(signal.aborted).toBe(true);
+      expect((signal.reason as Error).message).toBe('interceptor timed out');
+    }
+  });
+
   it('cancels pending invocations when the caller aborts', async () => {
     let aborted = false;
     const invoker: Invoker = {

@@ -272,10 +272,18 @@ export async function runChain(
   let payload = input.payload;
   let status: ChainResult['status'] = 'success';
 
-  // One listener on the caller's signal cancels every active invocation still running.
-  const live = new Set<AbortController>();
+  // Active invocations share one signal per chain run (an AbortController per invocation
+  // is a measurable cost on a busy gateway): it is aborted when the caller gives up, which
+  // also fails every invocation still waiting, and at the end of the run when an invocation
+  // timed out, which cancels what is still in flight. An invocation's own timeout answers
+  // the chain at once, whatever its invoker does with the signal.
+  let shared: AbortController | undefined;
+  let stragglers = false;
+  const waiting = new Set<(error: unknown) => void>();
   const onCallerAbort = () => {
-    for (const controller of live) controller.abort(options.signal?.reason);
+    const reason = options.signal?.reason;
+    shared?.abort(reason);
+    for (const fail of waiting) fail(reason);
   };
   options.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
@@ -324,21 +332,29 @@ export async function runChain(
     const config = input.config?.[interceptor.name];
     if (config) params.config = config;
     if (input.context) params.context = input.context;
-    const controller = new AbortController();
+    // An audit invocation outlives the run: it gets a signal of its own.
+    if (!audit) shared ??= new AbortController();
+    const controller = audit || shared === undefined ? new AbortController() : shared;
     const invokeOptions: InvokeOptions = { signal: controller.signal };
     if (audit || options.coalesce) invokeOptions.batchable = true;
     if (scope !== undefined) invokeOptions.scope = scope;
-    if (!audit) live.add(controller);
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let failWaiting: ((error: unknown) => void) | undefined;
     try {
       // The answer, or TIMEOUT when the budget runs out first (an invoker that ignores its
       // signal cannot hold the chain).
       const raw = await new Promise<unknown>((resolve, reject) => {
         if (Number.isFinite(budget)) {
           timer = setTimeout(() => {
-            controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
+            if (audit)
+              controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
+            else stragglers = true;
             resolve(TIMEOUT);
           }, budget);
+        }
+        if (!audit) {
+          failWaiting = reject;
+          waiting.add(reject);
         }
         interceptor.invoker.invoke(params, invokeOptions).then(resolve, reject);
       });
@@ -379,7 +395,7 @@ export async function runChain(
       };
     } finally {
       if (timer !== undefined) clearTimeout(timer);
-      live.delete(controller);
+      if (failWaiting) waiting.delete(failWaiting);
     }
   };
 
@@ -473,6 +489,7 @@ export async function runChain(
     }
   } finally {
     options.signal?.removeEventListener('abort', onCallerAbort);
+    if (stragglers) shared?.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
   }
 
   const result: ChainResult = {

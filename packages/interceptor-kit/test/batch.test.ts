@@ -176,29 +176,38 @@ describe('fleet/interceptor/invokeBatch', () => {
     expect((results[4] as ProtocolError).code).toBe(-32602);
   });
 
-  it('answers an aborted invocation at once, not when its batch returns', async () => {
-    const { url } = await countingService();
+  it('drops an invocation aborted before its batch goes out; a sent one settles with its batch', async () => {
+    const { url, posts } = await countingService();
     const service = createRemoteService({ url });
     defer(() => service.close());
     await service.connect();
-    const controller = new AbortController();
     const signal = AbortSignal.timeout(5_000);
+    // Aborted in the same turn, before the flush: refused, and not sent.
+    const early = new AbortController();
+    const before = posts();
+    const dropped = service
+      .invoke(params('observer', 'a'), { signal: early.signal, batchable: true })
+      .catch((e: unknown) => e);
+    const kept = service.invoke(params('observer', 'c'), { signal, batchable: true });
+    early.abort(new Error('caller gave up'));
+    expect(await dropped).toMatchObject({ message: 'caller gave up' });
+    expect(await kept).toMatchObject({ valid: true });
+    expect(posts() - before).toBe(1); // the survivor went alone
+    // Aborted after the batch went out: it settles when the batch answers.
+    const late = new AbortController();
     const started = performance.now();
     const slow = service.invoke(params('observer', 'slow'), { signal, batchable: true });
-    const cancelled = service
-      .invoke(params('observer', 'a'), { signal: controller.signal, batchable: true })
-      .catch((e: unknown) => e);
-    setTimeout(() => controller.abort(new Error('caller gave up')), 50);
-    expect(await cancelled).toMatchObject({ message: 'caller gave up' });
-    expect(performance.now() - started).toBeLessThan(350);
+    const mate = service.invoke(params('observer', 'a'), { signal: late.signal, batchable: true });
+    setTimeout(() => late.abort(new Error('too late')), 50);
+    expect(await mate).toMatchObject({ valid: true });
     expect(await slow).toMatchObject({ valid: true });
     expect(performance.now() - started).toBeGreaterThanOrEqual(390);
     // Already aborted: refused without a request.
     const gone = new AbortController();
-    gone.abort(new Error('too late'));
+    gone.abort(new Error('gone'));
     await expect(
       service.invoke(params('observer', 'a'), { signal: gone.signal, batchable: true }),
-    ).rejects.toThrow('too late');
+    ).rejects.toThrow('gone');
   });
 
   it('sends a lone batchable invocation as interceptor/invoke with its trace headers', async () => {
