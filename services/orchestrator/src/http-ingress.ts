@@ -29,7 +29,7 @@ import type { Authenticator } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { ClientSession, Gateway } from './gateway.ts';
 import type { Logger } from './logger.ts';
-import { createClientSession } from './mcp-session.ts';
+import { createClientSession, directRequestHandler } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
 import {
   acceptPost,
@@ -278,6 +278,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
       return reject(res, 'UNAVAILABLE', 'Too many sessions', { id });
     const session = createClientSession(gateway, registry);
     const transport = new SessionTransport();
+    transport.direct = directRequestHandler(gateway, registry, session);
     transport.onclose = () => {
       if (session.id) sessions.delete(session.id);
       gateway.sessions.delete(session);

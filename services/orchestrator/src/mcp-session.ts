@@ -7,9 +7,15 @@ import {
   ProtocolError,
 } from '@fleet/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Result, ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  type Result,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ClientSession, Gateway, RequestContext } from './gateway.ts';
 import type { Registry } from './registry.ts';
+import type { DirectRequestHandler } from './session-transport.ts';
 
 /** The gateway's identity in `initialize` (and in `_meta` of stateless results). */
 export const GATEWAY_INFO = { name: 'interceptor-fleet', version: '0.1.0' };
@@ -54,6 +60,42 @@ export function handleClientRequest(
     );
   }
   return gateway.handle(session, method, params, context);
+}
+
+/** Requests the SDK server answers itself. */
+const SDK_ANSWERED = new Set(['initialize', 'ping']);
+
+/**
+ * The direct path of a session's requests (see `SessionTransport.direct`): everything the
+ * SDK server would hand to the gateway anyway, with the same context it would build (the
+ * SDK server still sends the request's notifications and server-to-client requests, tied
+ * to it). Task-augmented requests stay with the SDK, which refuses them.
+ */
+export function directRequestHandler(
+  gateway: Gateway,
+  registry: Registry,
+  session: ClientSession & { server: Server },
+): DirectRequestHandler {
+  return (request, info, signal) => {
+    if (SDK_ANSWERED.has(request.method)) return undefined;
+    const params = request.params;
+    if (params !== undefined && params !== null && 'task' in params) return undefined;
+    const related = { relatedRequestId: request.id };
+    const context: RequestContext = {
+      signal,
+      authInfo: info.authInfo,
+      requestInfo: { headers: info.headers },
+      sendNotification: async (notification) => {
+        if (signal.aborted) return;
+        await session.server.notification(notification, related);
+      },
+      sendRequest: async (r, schema, options) => {
+        if (signal.aborted) throw new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled');
+        return session.server.request(r, schema, { ...options, ...related });
+      },
+    };
+    return handleClientRequest(gateway, registry, session, request.method, params, context);
+  };
 }
 
 /** Build a session: its SDK server answers initialize/ping itself and hands everything else to the gateway. */

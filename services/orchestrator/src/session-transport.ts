@@ -235,13 +235,53 @@ export function acceptPost(req: IncomingMessage, res: ServerResponse, message: M
   return true;
 }
 
+/** What a request served directly gets to know about its HTTP request. */
+export interface DirectRequestInfo {
+  headers: Record<string, string | string[] | undefined>;
+  authInfo: AuthInfo | undefined;
+}
+
+/**
+ * Serves one client request without the SDK's protocol object: returns the answer's promise,
+ * or undefined to let the SDK server handle the request (initialize, ping, anything the
+ * direct path does not take).
+ */
+export type DirectRequestHandler = (
+  request: { id: RequestId; method: string; params: Record<string, unknown> | undefined },
+  info: DirectRequestInfo,
+  signal: AbortSignal,
+) => Promise<unknown> | undefined;
+
+/** The JSON-RPC error the SDK's protocol would answer a failed handler with. */
+function errorResponse(id: RequestId, error: unknown): JSONRPCMessage {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+  const message = typeof e.message === 'string' ? e.message : 'Internal error';
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: Number.isSafeInteger(e.code) ? (e.code as number) : -32603,
+      message,
+      ...(e.data === undefined ? {} : { data: e.data }),
+    },
+  };
+}
+
 /** One session's transport. Create it for an `initialize` request; it assigns the session id. */
 export class SessionTransport implements Transport {
   sessionId: string | undefined;
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: Transport['onmessage'];
+  /**
+   * Serves requests directly when set: the hot path skips the SDK's per-request protocol
+   * machinery (schema checks, task bookkeeping, promise chains); what it declines, and every
+   * notification and response, still goes to the SDK server through `onmessage`.
+   */
+  direct?: DirectRequestHandler;
   readonly #pending = new Map<RequestId, ResponseChannel>();
+  /** Requests being served directly, to cancel on `notifications/cancelled` or disconnect. */
+  readonly #direct = new Map<RequestId, AbortController>();
   #standalone: ServerResponse | undefined;
   #closed = false;
 
@@ -299,6 +339,15 @@ export class SessionTransport implements Transport {
     if (message.id === undefined || message.method === undefined) {
       // A notification or a response to one of our requests: accepted, nothing to stream.
       res.writeHead(202).end();
+      if (message.method === 'notifications/cancelled') {
+        const target = (message.params as { requestId?: unknown } | undefined)?.requestId;
+        const controller = isRequestId(target) ? this.#direct.get(target) : undefined;
+        if (controller) {
+          const reason = (message.params as { reason?: unknown }).reason;
+          controller.abort(reason === undefined ? undefined : String(reason));
+          return;
+        }
+      }
       this.onmessage?.(message as JSONRPCMessage, extra);
       return;
     }
@@ -319,6 +368,11 @@ export class SessionTransport implements Transport {
       if (this.#pending.get(id) === channel && !res.writableFinished) {
         // The client went away: cancel the work it asked for.
         this.#pending.delete(id);
+        const direct = this.#direct.get(id);
+        if (direct) {
+          direct.abort('client disconnected');
+          return;
+        }
         this.onmessage?.(
           {
             jsonrpc: '2.0',
@@ -329,6 +383,33 @@ export class SessionTransport implements Transport {
         );
       }
     });
+    if (this.direct && !initialize) {
+      const controller = new AbortController();
+      const answer = this.direct(
+        {
+          id,
+          method: message.method,
+          params: message.params as Record<string, unknown> | undefined,
+        },
+        { headers: extra.requestInfo.headers, authInfo: req.auth },
+        controller.signal,
+      );
+      if (answer) {
+        this.#direct.set(id, controller);
+        answer
+          .then(
+            (result) => ({ jsonrpc: '2.0', id, result }) as JSONRPCMessage,
+            (error: unknown) => errorResponse(id, error),
+          )
+          .then((response) => {
+            if (this.#direct.get(id) === controller) this.#direct.delete(id);
+            // A cancelled request gets no answer (as with the SDK's protocol).
+            return controller.signal.aborted ? undefined : this.send(response);
+          })
+          .catch((error: unknown) => this.onerror?.(error as Error));
+        return;
+      }
+    }
     this.onmessage?.(message as JSONRPCMessage, extra);
   }
 
@@ -379,6 +460,8 @@ export class SessionTransport implements Transport {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const controller of this.#direct.values()) controller.abort('session closed');
+    this.#direct.clear();
     for (const { res } of this.#pending.values()) res.destroy();
     this.#pending.clear();
     this.#standalone?.end();
