@@ -12,6 +12,8 @@
  * `notifications/initialized` a GET stream carries the server's own messages and is reopened
  * with `Last-Event-ID` when it drops; a stream that ends before its request's answer
  * answers it with a connection-closed error so the call fails at once instead of timing out.
+ * The gateway's own calls go through `call` (past the SDK client's protocol object); the SDK
+ * client keeps the handshake, notifications and server-to-client requests.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { SseParser } from '@fleet/interceptor-kit';
@@ -19,7 +21,13 @@ import type {
   Transport,
   TransportSendOptions,
 } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  McpError,
+  type Progress,
+  type Result,
+} from '@modelcontextprotocol/sdk/types.js';
 import { type Context, context, propagation } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 
@@ -31,41 +39,6 @@ export class BackendHttpError extends Error {
     message: string,
   ) {
     super(message);
-  }
-}
-
-/** What the POST carrying one JSON-RPC request adds: headers, and whose trace context. */
-interface CallHeaders {
-  method: string;
-  headers: Readonly<Record<string, string>> | undefined;
-  trace: Context | undefined;
-}
-
-/**
- * The call whose request is being sent. The SDK's `Protocol.request` hands its message to
- * `send` synchronously, so a slot set around that call reaches exactly that POST, with no
- * async context (which, on Node 20, would tax every promise in the process).
- */
-let currentCall: CallHeaders | undefined;
-
-/**
- * Run `fn` (which sends one JSON-RPC request through an {@link HttpBackendTransport}) with
- * extra HTTP headers and the trace context for that request: only the POST carrying a
- * request for `method` sent while `fn` runs gets them, not other traffic the call sets off
- * later (a reply to a server-to-client request, a reconnect, a cancellation).
- */
-export function withCallHeaders<T>(
-  method: string,
-  headers: Readonly<Record<string, string>> | undefined,
-  trace: Context | undefined,
-  fn: () => T,
-): T {
-  const previous = currentCall;
-  currentCall = { method, headers, trace };
-  try {
-    return fn();
-  } finally {
-    currentCall = previous;
   }
 }
 
@@ -105,6 +78,32 @@ function isMessage(value: unknown): value is JSONRPCMessage {
   );
 }
 
+/** Options of {@link HttpBackendTransport.call}. */
+export interface DirectCallOptions {
+  signal?: AbortSignal | undefined;
+  onprogress?: ((progress: Progress) => void) | undefined;
+  /** Budget; progress from the backend starts it again. */
+  timeoutMs: number;
+  headers?: Readonly<Record<string, string>> | undefined;
+  trace?: Context | undefined;
+}
+
+interface DirectCall {
+  resolve(result: Result): void;
+  reject(error: unknown): void;
+  onprogress: ((progress: Progress) => void) | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** (Re)start the timeout. */
+  arm(): void;
+}
+
+/** What an aborted call rejects with (as the SDK's protocol does). */
+function cancelledError(reason: unknown): McpError {
+  return reason instanceof McpError
+    ? reason
+    : new McpError(ErrorCode.RequestTimeout, String(reason));
+}
+
 /** One backend connection's transport. */
 export class HttpBackendTransport implements Transport {
   onclose?: () => void;
@@ -121,6 +120,9 @@ export class HttpBackendTransport implements Transport {
   #closed = false;
   #getRetryMs = GET_RETRY_INITIAL_MS;
   #getTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Requests sent by {@link call}, by id (strings, never the SDK client's numbers). */
+  readonly #calls = new Map<string, DirectCall>();
+  #nextCallId = 1;
 
   constructor(url: URL, options: HttpBackendTransportOptions) {
     this.#url = url;
@@ -149,16 +151,129 @@ export class HttpBackendTransport implements Transport {
     return headers;
   }
 
+  /** The SDK client's traffic (handshake, replies to server requests, notifications). */
   async send(message: JSONRPCMessage, _options?: TransportSendOptions): Promise<void> {
-    // Read before anything awaits: the slot belongs to the synchronous call that sends.
-    const call =
-      currentCall && isRequest(message) && message.method === currentCall.method
-        ? currentCall
-        : undefined;
+    return this.#post(message);
+  }
+
+  /**
+   * Send one request and resolve with its result, without the SDK client's protocol object
+   * (its id, progress and timeout bookkeeping, promise chains and result schema parse cost
+   * more than the HTTP exchange on a busy gateway). Everything else the backend sends on
+   * the way (log lines, server-to-client requests, other progress) still reaches the SDK
+   * client through `onmessage`. Semantics follow `Protocol.request`: a JSON-RPC error
+   * rejects with an {@link McpError}; on timeout or abort the backend is told
+   * (`notifications/cancelled`) and the call rejects; progress resets the timeout.
+   */
+  call(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: DirectCallOptions,
+  ): Promise<Result> {
+    const id = `fleet-${this.#nextCallId++}`;
+    const { signal, onprogress, timeoutMs } = options;
+    let sent = params;
+    if (onprogress)
+      sent = { ...params, _meta: { ...(params?._meta as object | undefined), progressToken: id } };
+    const message = {
+      jsonrpc: '2.0',
+      id,
+      method,
+      ...(sent === undefined ? {} : { params: sent }),
+    } as JSONRPCMessage;
+    return new Promise<Result>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(cancelledError(signal.reason));
+        return;
+      }
+      const entry: DirectCall = { resolve, reject, onprogress, timer: undefined, arm: () => {} };
+      const settle = () => {
+        this.#calls.delete(id);
+        if (entry.timer !== undefined) clearTimeout(entry.timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const cancel = (error: McpError, reason: unknown) => {
+        if (!this.#calls.has(id)) return;
+        settle();
+        void this.#post({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: id, reason: String(reason) },
+        } as JSONRPCMessage).catch((e: unknown) => this.onerror?.(e as Error));
+        reject(error);
+      };
+      const onAbort = () => cancel(cancelledError(signal?.reason), signal?.reason);
+      entry.arm = () => {
+        if (entry.timer !== undefined) clearTimeout(entry.timer);
+        const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', {
+          timeout: timeoutMs,
+        });
+        entry.timer = setTimeout(() => cancel(error, error), timeoutMs);
+      };
+      entry.resolve = (value) => {
+        settle();
+        resolve(value);
+      };
+      entry.reject = (error) => {
+        settle();
+        reject(error);
+      };
+      this.#calls.set(id, entry);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      entry.arm();
+      this.#post(message, options.headers, options.trace).catch((error: unknown) => {
+        if (this.#calls.get(id) === entry) entry.reject(error);
+      });
+    });
+  }
+
+  /** A message from the backend: the answer or progress of a direct call, else the SDK's. */
+  #dispatch(message: JSONRPCMessage): void {
+    const m = message as {
+      id?: unknown;
+      method?: string;
+      params?: { progressToken?: unknown };
+      result?: unknown;
+      error?: { code: number; message: string; data?: unknown };
+    };
+    if (m.method === undefined) {
+      const entry = typeof m.id === 'string' ? this.#calls.get(m.id) : undefined;
+      if (entry) {
+        if (m.error !== undefined)
+          entry.reject(McpError.fromError(m.error.code, m.error.message, m.error.data));
+        else if (typeof m.result === 'object' && m.result !== null && !Array.isArray(m.result))
+          entry.resolve(m.result as Result);
+        else
+          entry.reject(
+            new McpError(
+              ErrorCode.InternalError,
+              'the backend answered with a result that is not an object',
+            ),
+          );
+        return;
+      }
+    } else if (m.method === 'notifications/progress') {
+      const token = m.params?.progressToken;
+      const entry = typeof token === 'string' ? this.#calls.get(token) : undefined;
+      if (entry?.onprogress) {
+        const { progressToken: _token, ...progress } = m.params as Record<string, unknown>;
+        entry.arm();
+        entry.onprogress(progress as Progress);
+        return;
+      }
+    }
+    this.onmessage?.(message);
+  }
+
+  async #post(
+    message: JSONRPCMessage,
+    extra?: Readonly<Record<string, string>>,
+    trace?: Context,
+  ): Promise<void> {
     if (this.#closed) throw new Error('transport closed');
     const headers = this.#requestHeaders(
-      call?.headers === undefined ? POST_HEADERS : { ...call.headers, ...POST_HEADERS },
-      call?.trace,
+      extra === undefined ? POST_HEADERS : { ...extra, ...POST_HEADERS },
+      trace,
     );
     const response = await request(this.#url, {
       method: 'POST',
@@ -204,7 +319,7 @@ export class HttpBackendTransport implements Transport {
       return;
     }
     for (const item of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (isMessage(item)) this.onmessage?.(item);
+      if (isMessage(item)) this.#dispatch(item);
       else this.onerror?.(new Error('backend sent something that is not a JSON-RPC message'));
     }
   }
@@ -235,7 +350,7 @@ export class HttpBackendTransport implements Transport {
         const message = batch[i] as JSONRPCMessage;
         if (!answered && 'id' in message && message.id === requestId && !('method' in message))
           answered = true;
-        this.onmessage?.(message);
+        this.#dispatch(message);
         // The SDK handles a notification (e.g. progress) a microtask later but a response at
         // once, dropping the call's progress handler: let the notification land first.
         if (i < batch.length - 1 && 'method' in message) await Promise.resolve();
@@ -252,7 +367,7 @@ export class HttpBackendTransport implements Transport {
       if (!this.#closed) this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
     if (!answered && requestId !== undefined && !this.#closed) {
-      this.onmessage?.({
+      this.#dispatch({
         jsonrpc: '2.0',
         id: requestId,
         error: {
@@ -318,6 +433,8 @@ export class HttpBackendTransport implements Transport {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#getTimer !== undefined) clearTimeout(this.#getTimer);
+    for (const entry of [...this.#calls.values()])
+      entry.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
     this.#abort.abort();
     if (this.sessionId !== undefined) {
       // Best effort: tell the server the session is over, without waiting long for it.

@@ -33,12 +33,7 @@ import {
   retry,
   wrap,
 } from 'cockatiel';
-import {
-  BackendHttpError,
-  createBackendAgent,
-  HttpBackendTransport,
-  withCallHeaders,
-} from './backend-transport.ts';
+import { BackendHttpError, createBackendAgent, HttpBackendTransport } from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 
@@ -275,15 +270,24 @@ export class Backend {
     try {
       return await policy.execute(async () => {
         const client = await this.#live();
-        const call = (c: Client) =>
-          withCallHeaders(method, options.headers, options.trace, () =>
-            c.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
-              timeout: this.config.resilience.timeoutMs,
-              resetTimeoutOnProgress: true,
-              ...(options.signal ? { signal: options.signal } : {}),
-              ...(options.onprogress ? { onprogress: options.onprogress } : {}),
-            }),
-          );
+        const call = (c: Client) => {
+          const transport = c.transport;
+          // HTTP backends: straight through our transport, past the SDK's protocol object.
+          if (transport instanceof HttpBackendTransport)
+            return transport.call(method, params, {
+              timeoutMs: this.config.resilience.timeoutMs,
+              signal: options.signal,
+              onprogress: options.onprogress,
+              headers: options.headers,
+              trace: options.trace,
+            });
+          return c.request({ method, ...(params === undefined ? {} : { params }) }, ResultSchema, {
+            timeout: this.config.resilience.timeoutMs,
+            resetTimeoutOnProgress: true,
+            ...(options.signal ? { signal: options.signal } : {}),
+            ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+          });
+        };
         try {
           return await call(client);
         } catch (error) {
@@ -309,6 +313,9 @@ export class Backend {
           reason: 'overloaded',
         });
       }
+      if (!(error instanceof McpError) && !(error instanceof ProtocolError))
+        // The client only learns that the backend failed: the operator needs the cause.
+        this.#log.warn({ backend: this.id, method, err: String(error) }, 'backend call failed');
       throw toBackendError(error, this.id);
     }
   }
