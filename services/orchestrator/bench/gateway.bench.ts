@@ -26,7 +26,7 @@ const quick = process.argv.includes('--quick');
 // Steady state is what a long-running gateway serves: every path first gets this much
 // concurrent traffic so that V8 has optimised its hot code (on a slow 2-core VM a few
 // hundred calls leave much of it unoptimised, which would measure the JIT, not the path).
-const WARMUP_SECONDS = quick ? 3 : 10;
+const WARMUP_SECONDS = quick ? 3 : 20;
 const WARMUP = quick ? 100 : 500;
 const LATENCY_CALLS = quick ? 300 : 2000;
 const THROUGHPUT_SECONDS = quick ? 2 : 5;
