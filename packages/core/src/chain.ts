@@ -24,7 +24,11 @@ import { parseInvokeResult } from './wire.ts';
 
 /** Options for one invocation. */
 export interface InvokeOptions {
-  /** Aborted when the invocation's time budget runs out or its caller gives up. */
+  /**
+   * Aborted when the caller gives up (one signal may serve many invocations). The engine
+   * enforces each invocation's own budget by not waiting past it; the service enforces it
+   * too (it gets `timeoutMs`).
+   */
   signal: AbortSignal;
   /**
    * The invoker may send this invocation together with others to the same service started
@@ -227,6 +231,8 @@ export interface RunChainOptions {
 }
 
 const TIMEOUT = Symbol('timeout');
+/** The signal of invocations nothing cancels. */
+const NEVER_ABORTED = new AbortController().signal;
 const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
 
 interface StepRun {
@@ -272,17 +278,15 @@ export async function runChain(
   let payload = input.payload;
   let status: ChainResult['status'] = 'success';
 
-  // Active invocations share one signal per chain run (an AbortController per invocation
-  // is a measurable cost on a busy gateway): it is aborted when the caller gives up, which
-  // also fails every invocation still waiting, and at the end of the run when an invocation
-  // timed out, which cancels what is still in flight. An invocation's own timeout answers
-  // the chain at once, whatever its invoker does with the signal.
-  let shared: AbortController | undefined;
-  let stragglers = false;
+  // Active invocations get the caller's signal (an AbortController per invocation, or
+  // even per run, is a measurable cost on a busy gateway): when the caller gives up, their
+  // requests are cancelled and whatever still waits fails at once. An invocation's own
+  // timeout answers the chain at once whatever its invoker does; its request is left to
+  // end by itself (the service got `timeoutMs` and answers by then).
+  const activeSignal = options.signal ?? NEVER_ABORTED;
   const waiting = new Set<(error: unknown) => void>();
   const onCallerAbort = () => {
     const reason = options.signal?.reason;
-    shared?.abort(reason);
     for (const fail of waiting) fail(reason);
   };
   options.signal?.addEventListener('abort', onCallerAbort, { once: true });
@@ -332,10 +336,8 @@ export async function runChain(
     const config = input.config?.[interceptor.name];
     if (config) params.config = config;
     if (input.context) params.context = input.context;
-    // An audit invocation outlives the run: it gets a signal of its own.
-    if (!audit) shared ??= new AbortController();
-    const controller = audit || shared === undefined ? new AbortController() : shared;
-    const invokeOptions: InvokeOptions = { signal: controller.signal };
+    // An audit invocation outlives the run and its caller: nothing cancels it but its budget.
+    const invokeOptions: InvokeOptions = { signal: audit ? NEVER_ABORTED : activeSignal };
     if (audit || options.coalesce) invokeOptions.batchable = true;
     if (scope !== undefined) invokeOptions.scope = scope;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -345,12 +347,7 @@ export async function runChain(
       // signal cannot hold the chain).
       const raw = await new Promise<unknown>((resolve, reject) => {
         if (Number.isFinite(budget)) {
-          timer = setTimeout(() => {
-            if (audit)
-              controller.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
-            else stragglers = true;
-            resolve(TIMEOUT);
-          }, budget);
+          timer = setTimeout(() => resolve(TIMEOUT), budget);
         }
         if (!audit) {
           failWaiting = reject;
@@ -381,10 +378,7 @@ export async function runChain(
       outcome.result = result;
       return { outcome, chainTimeout: false };
     } catch (error) {
-      if (
-        (controller.signal.aborted && controller.signal.reason instanceof FleetError) ||
-        isRemoteTimeout(error)
-      ) {
+      if (isRemoteTimeout(error)) {
         const timeoutMs = Math.floor(budget);
         return { outcome: fail('timeout', { timeoutMs }, 'timeout'), chainTimeout: chainLimited };
       }
@@ -489,7 +483,6 @@ export async function runChain(
     }
   } finally {
     options.signal?.removeEventListener('abort', onCallerAbort);
-    if (stragglers) shared?.abort(new FleetError('INTERCEPTOR_TIMEOUT', 'interceptor timed out'));
   }
 
   const result: ChainResult = {
