@@ -163,11 +163,11 @@ try {
     `\ntools/call echo on loopback (after ${WARMUP_SECONDS} s of ${CONCURRENCY}-client warm-up per path: ${LATENCY_CALLS} sequential calls for latency; ${THROUGHPUT_SECONDS} s per throughput run; node ${process.version}, lean MCP client)`,
   );
   console.log(
-    `${'path'.padEnd(32)} ${'median ms'.padStart(9)} ${'p99 ms'.padStart(8)} ${'+median'.padStart(8)} ${'+p99'.padStart(7)} ${'calls/s@1'.padStart(10)} ${'calls/s@32'.padStart(11)}`,
+    `${'path'.padEnd(32)} ${'median ms'.padStart(9)} ${'p99 ms'.padStart(8)} ${'+median'.padStart(8)} ${'+p99'.padStart(7)} ${'calls/s@1'.padStart(10)} ${'calls/s@32'.padStart(11)} ${'x direct'.padStart(9)}`,
   );
   for (const [name, r] of rows) {
     console.log(
-      `${name.padEnd(32)} ${r.median.toFixed(3).padStart(9)} ${r.p99.toFixed(3).padStart(8)} ${(r.median - direct.median).toFixed(3).padStart(8)} ${(r.p99 - direct.p99).toFixed(2).padStart(7)} ${r.c1.toFixed(0).padStart(10)} ${r.c32.toFixed(0).padStart(11)}`,
+      `${name.padEnd(32)} ${r.median.toFixed(3).padStart(9)} ${r.p99.toFixed(3).padStart(8)} ${(r.median - direct.median).toFixed(3).padStart(8)} ${(r.p99 - direct.p99).toFixed(2).padStart(7)} ${r.c1.toFixed(0).padStart(10)} ${r.c32.toFixed(0).padStart(11)} ${(r.c32 / direct.c32).toFixed(2).padStart(9)}`,
     );
   }
   console.log(`\nCPU ms per call by process during the ${CONCURRENCY}-client run (user + system)`);
