@@ -184,29 +184,44 @@ export function createInterceptorHost(
         });
       }
       const timeoutMs = params.timeoutMs ?? interceptor.info.timeoutMs ?? defaultTimeoutMs;
-      const controller = new AbortController();
-      const onAbort = () => controller.abort(signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      // The handler's signal is made when a handler first asks for it: most never do, and an
+      // AbortController (plus a listener on the caller's signal) per invocation is a real
+      // share of a small interceptor's cost.
+      let controller: AbortController | undefined;
+      let timedOut = false;
+      const onAbort = () => controller?.abort(signal?.reason);
       const started = performance.now();
       const ctx: HandlerContext = {
         event: params.event,
         phase: params.phase,
         config: params.config ?? {},
         context: params.context ?? {},
-        signal: controller.signal,
+        get signal(): AbortSignal {
+          if (controller === undefined) {
+            controller = new AbortController();
+            if (timedOut) controller.abort(new Error('timeout'));
+            else if (signal?.aborted) controller.abort(signal.reason);
+            else signal?.addEventListener('abort', onAbort, { once: true });
+          }
+          return controller.signal;
+        },
       };
       let outcome: InvokedEvent['outcome'] = 'error';
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        const timeout = new Promise<typeof TIMEOUT>((resolve) => {
+        // The verdict, or TIMEOUT when the budget runs out first.
+        const verdict = await new Promise<unknown>((resolve, reject) => {
           timer = setTimeout(() => resolve(TIMEOUT), timeoutMs);
+          try {
+            Promise.resolve(interceptor.handler(params.payload, ctx)).then(resolve, reject);
+          } catch (error) {
+            reject(error);
+          }
         });
-        const run = Promise.resolve().then(() => interceptor.handler(params.payload, ctx));
-        const verdict = await Promise.race([run, timeout]);
         if (verdict === TIMEOUT) {
           outcome = 'timeout';
-          controller.abort(new Error('timeout'));
-          run.catch(() => undefined);
+          timedOut = true;
+          controller?.abort(new Error('timeout'));
           throw new ProtocolError(JsonRpcCode.INTERNAL_ERROR, 'Interceptor execution timeout', {
             interceptor: params.name,
             reason: 'timeout',
@@ -214,8 +229,13 @@ export function createInterceptorHost(
             phase: params.phase,
           });
         }
-        checkVerdict(interceptor, verdict);
-        const result = toResult(interceptor, params, verdict, performance.now() - started);
+        checkVerdict(interceptor, verdict as Awaited<ReturnType<typeof interceptor.handler>>);
+        const result = toResult(
+          interceptor,
+          params,
+          verdict as Awaited<ReturnType<typeof interceptor.handler>>,
+          performance.now() - started,
+        );
         outcome = 'ok';
         return result;
       } catch (error) {
@@ -224,7 +244,7 @@ export function createInterceptorHost(
         throw handlerFailure(params.name, reason);
       } finally {
         if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        if (controller !== undefined) signal?.removeEventListener('abort', onAbort);
         report({
           interceptor: params.name,
           event: params.event,
