@@ -205,10 +205,13 @@ export class HttpBackendTransport implements Transport {
       const onAbort = () => cancel(cancelledError(signal?.reason), signal?.reason);
       entry.arm = () => {
         if (entry.timer !== undefined) clearTimeout(entry.timer);
-        const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', {
-          timeout: timeoutMs,
-        });
-        entry.timer = setTimeout(() => cancel(error, error), timeoutMs);
+        // The error only when it happens: capturing a stack per call is a real cost.
+        entry.timer = setTimeout(() => {
+          const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', {
+            timeout: timeoutMs,
+          });
+          cancel(error, error);
+        }, timeoutMs);
       };
       entry.resolve = (value) => {
         settle();
