@@ -4,11 +4,10 @@
  * backend whose event stream ends before the answer fails the call at once.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { connectClient, defer, startGateway } from './harness.ts';
+import { connectClient, defer, listenLoopback, startGateway } from './harness.ts';
 
 describe('backend JSON-RPC errors', () => {
   it('pass through with their code and message unchanged', async () => {
@@ -80,15 +79,7 @@ describe('backend JSON-RPC errors', () => {
         } else reply({});
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    defer(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    const url = `${await listenLoopback(server)}/mcp`;
     const gateway = await startGateway(
       `backends:\n  - {id: vanishing, url: "${url}", resilience: {timeoutMs: 60000}}\n`,
       { redis: false },

@@ -5,7 +5,6 @@
  * backend on abort and on timeout, per-call headers and trace context on the POST.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ErrorCode, type JSONRPCMessage, McpError } from '@modelcontextprotocol/sdk/types.js';
 import {
   context,
@@ -17,7 +16,7 @@ import {
 } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { createBackendAgent, HttpBackendTransport } from '../src/backend-transport.ts';
-import { defer } from './harness.ts';
+import { defer, listenLoopback } from './harness.ts';
 
 interface Received {
   message: { id?: unknown; method?: string; params?: Record<string, unknown> };
@@ -100,20 +99,13 @@ async function scriptedBackend() {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  defer(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
+  const base = await listenLoopback(server);
   const agent = createBackendAgent();
   defer(() => agent.close());
-  const transport = new HttpBackendTransport(
-    new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
-    { headers: { 'x-configured': 'yes' }, dispatcher: agent },
-  );
+  const transport = new HttpBackendTransport(new URL(`${base}/mcp`), {
+    headers: { 'x-configured': 'yes' },
+    dispatcher: agent,
+  });
   const others: JSONRPCMessage[] = [];
   transport.onmessage = (m) => others.push(m);
   await transport.start();

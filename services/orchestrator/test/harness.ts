@@ -1,5 +1,8 @@
 /** Test harness: a real orchestrator on 127.0.0.1:0 with real Redis, real clients, cleanup. */
+
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   createInterceptorHost,
   createInterceptorHttpApp,
@@ -153,4 +156,17 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** Listen on a loopback port (closed when the test ends); resolves with `http://127.0.0.1:port`. */
+export async function listenLoopback(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  defer(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

@@ -4,12 +4,18 @@
  * token is refused with HTTP 401 and a JSON-RPC error body.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { allow, defineValidator } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+import {
+  connectClient,
+  defer,
+  listenLoopback,
+  serveInterceptors,
+  startGateway,
+  textOf,
+} from './harness.ts';
 
 const ISSUER = 'https://issuer.test.example';
 const AUDIENCE = 'interceptor-fleet';
@@ -41,17 +47,9 @@ async function startIssuer() {
     fetches += 1;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  defer(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const { port } = server.address() as AddressInfo;
+  const base = await listenLoopback(server);
   return {
-    jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    jwksUrl: `${base}/.well-known/jwks.json`,
     privateKey,
     fetches: () => fetches,
   };
