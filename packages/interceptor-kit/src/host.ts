@@ -229,13 +229,8 @@ export function createInterceptorHost(
             phase: params.phase,
           });
         }
-        checkVerdict(interceptor, verdict as Awaited<ReturnType<typeof interceptor.handler>>);
-        const result = toResult(
-          interceptor,
-          params,
-          verdict as Awaited<ReturnType<typeof interceptor.handler>>,
-          performance.now() - started,
-        );
+        checkVerdict(interceptor, verdict);
+        const result = toResult(interceptor, params, verdict, performance.now() - started);
         outcome = 'ok';
         return result;
       } catch (error) {

@@ -12,6 +12,7 @@
 import { isUtf8 } from 'node:buffer';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import {
   HTTP_ERROR_CODES,
   type HttpErrorCode,
@@ -91,9 +92,20 @@ function isId(id: unknown): id is string | number {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
 }
 
-class BodyTooLarge extends Error {}
+/** A request body over its limit, declared or counted as it arrived. */
+export class BodyTooLarge extends Error {}
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Read a request body of at most `limit` bytes: a larger declared `Content-Length` is
+ * refused before reading, then what arrives from `source` (the request, or a decoding
+ * stream piped from it) is counted; past the limit the rest is read and dropped.
+ * @throws {BodyTooLarge} over the limit; the stream's error when reading fails.
+ */
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  source: Readable = req,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -103,20 +115,20 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    source.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         reject(new BodyTooLarge());
-        req.removeAllListeners('data');
-        req.resume();
+        source.removeAllListeners('data');
+        source.resume();
         return;
       }
       chunks.push(chunk);
     });
-    req.on('end', () =>
+    source.on('end', () =>
       resolve(chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks)),
     );
-    req.on('error', reject);
+    source.on('error', reject);
   });
 }
 

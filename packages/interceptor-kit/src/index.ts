@@ -16,7 +16,13 @@ export { allow, defineMutator, defineValidator, deny, modified, unchanged } from
 export type { InterceptorHost, InterceptorHostOptions, InvokedEvent } from './host.ts';
 export { createInterceptorHost } from './host.ts';
 export type { InterceptorHttpApp, InterceptorHttpOptions } from './http.ts';
-export { bearerMatches, createInterceptorHttpApp, errorEnvelope } from './http.ts';
+export {
+  BodyTooLarge,
+  bearerMatches,
+  createInterceptorHttpApp,
+  errorEnvelope,
+  readBody,
+} from './http.ts';
 export type { LocalChainOptions } from './local.ts';
 export { createLocalChainInterceptors, createLocalInvoker } from './local.ts';
 export type { Logger } from './logger.ts';

@@ -92,7 +92,6 @@ interface DirectCall {
   resolve(result: Result): void;
   reject(error: unknown): void;
   onprogress: ((progress: Progress) => void) | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
   /** (Re)start the timeout. */
   arm(): void;
 }
@@ -186,10 +185,10 @@ export class HttpBackendTransport implements Transport {
         reject(cancelledError(signal.reason));
         return;
       }
-      const entry: DirectCall = { resolve, reject, onprogress, timer: undefined, arm: () => {} };
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const settle = () => {
         this.#calls.delete(id);
-        if (entry.timer !== undefined) clearTimeout(entry.timer);
+        clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
       const cancel = (error: McpError, reason: unknown) => {
@@ -203,23 +202,26 @@ export class HttpBackendTransport implements Transport {
         reject(error);
       };
       const onAbort = () => cancel(cancelledError(signal?.reason), signal?.reason);
-      entry.arm = () => {
-        if (entry.timer !== undefined) clearTimeout(entry.timer);
-        // The error only when it happens: capturing a stack per call is a real cost.
-        entry.timer = setTimeout(() => {
-          const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', {
-            timeout: timeoutMs,
-          });
-          cancel(error, error);
-        }, timeoutMs);
-      };
-      entry.resolve = (value) => {
-        settle();
-        resolve(value);
-      };
-      entry.reject = (error) => {
-        settle();
-        reject(error);
+      const entry: DirectCall = {
+        onprogress,
+        arm: () => {
+          clearTimeout(timer);
+          // The error only when it happens: capturing a stack per call is a real cost.
+          timer = setTimeout(() => {
+            const error = new McpError(ErrorCode.RequestTimeout, 'Request timed out', {
+              timeout: timeoutMs,
+            });
+            cancel(error, error);
+          }, timeoutMs);
+        },
+        resolve: (value) => {
+          settle();
+          resolve(value);
+        },
+        reject: (error) => {
+          settle();
+          reject(error);
+        },
       };
       this.#calls.set(id, entry);
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -38,7 +38,6 @@ import {
 import {
   type Attributes,
   type Context,
-  context,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -573,12 +572,12 @@ export class Gateway {
     method: string,
     params: Record<string, unknown>,
     extra: Extra,
-    scope?: CallScope,
+    scope: CallScope,
   ): Promise<Result> {
     if (isListMethod(method)) {
       const page = await this.router.list(method, params, async (backend, p) => {
         const generation = this.#toolCache(backend).generation;
-        const answer = await this.#call(session, backend, method, p, extra, undefined, scope);
+        const answer = await this.#call(session, backend, method, p, extra, scope);
         // Every tools/list page feeds the schema cache before the response chain filters it,
         // and loses the tools whose x-mcp-header annotations are invalid.
         if (method !== 'tools/list' || !Array.isArray(answer.tools)) return answer;
@@ -608,8 +607,8 @@ export class Gateway {
         method,
         { ...params, [field]: route.name },
         extra,
-        headers,
         scope,
+        headers,
       );
       if (method === 'resources/subscribe') session.subscriptions.add(name);
       if (method === 'resources/unsubscribe') session.subscriptions.delete(name);
@@ -633,7 +632,6 @@ export class Gateway {
         method,
         { ...params, ref: { ...ref, [key]: route.name } },
         extra,
-        undefined,
         scope,
       );
     }
@@ -641,22 +639,12 @@ export class Gateway {
       await Promise.all(
         this.#deps.backends
           .filter((b) => b.capabilities?.logging)
-          .map((b) =>
-            this.#call(session, b, method, params, extra, undefined, scope).catch(() => undefined),
-          ),
+          .map((b) => this.#call(session, b, method, params, extra, scope).catch(() => undefined)),
       );
       return {};
     }
     if (this.#deps.backends.length === 1)
-      return this.#call(
-        session,
-        this.#deps.backends[0] as Backend,
-        method,
-        params,
-        extra,
-        undefined,
-        scope,
-      );
+      return this.#call(session, this.#deps.backends[0] as Backend, method, params, extra, scope);
     throw new ProtocolError(JsonRpcCode.METHOD_NOT_FOUND, `Method not found: ${method}`);
   }
 
@@ -681,8 +669,8 @@ export class Gateway {
     method: string,
     params: Record<string, unknown> | undefined,
     extra: Extra,
+    scope: CallScope,
     headers?: Record<string, string>,
-    scope?: CallScope,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
     const clientToken = (params?._meta as { progressToken?: string | number } | undefined)
@@ -724,7 +712,7 @@ export class Gateway {
     list.push(flight);
     this.#inFlight.set(backend, list);
     const started = performance.now();
-    const parent = scope?.trace ?? context.active();
+    const parent = scope.trace;
     const span = telemetry.tracer.startSpan(
       `${method} ${backend.id}`,
       {

@@ -23,7 +23,7 @@ import {
   ProtocolError,
   type RequestRevision,
 } from '@fleet/core';
-import { errorEnvelope } from '@fleet/interceptor-kit';
+import { BodyTooLarge, errorEnvelope, readBody } from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Authenticator } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
@@ -34,6 +34,7 @@ import type { Registry } from './registry.ts';
 import {
   acceptPost,
   type PostedMessage,
+  ResponseChannel,
   SessionTransport,
   sendError,
 } from './session-transport.ts';
@@ -116,62 +117,29 @@ function decoded(req: IncomingMessage): Readable | undefined {
  * decoded), UTF-8 only (RFC 8259; a decoder would quietly substitute U+FFFD), any JSON
  * text (a primitive is then an invalid request, not a parse error); an empty body is `{}`.
  */
-function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      reject(new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`));
-      return;
-    }
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-      reject(
-        new BodyError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${charset.slice(0, 32)}"`),
-      );
-      return;
-    }
-    const stream = decoded(req);
-    if (!stream) {
-      reject(new BodyError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding'));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (error: BodyError | undefined, value?: unknown) => {
-      if (done) return;
-      done = true;
-      if (error) reject(error);
-      else resolve(value);
-    };
-    stream.on('data', (chunk: Buffer) => {
-      if (done) return; // over the limit: the rest is read and dropped
-      size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        finish(new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.on('error', () =>
-      finish(new BodyError('PARSE_ERROR', 'Parse error: the body could not be read or decoded')),
-    );
-    stream.on('end', () => {
-      if (done) return;
-      const buffer = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      if (buffer.length === 0) return finish(undefined, {});
-      if (!isUtf8(buffer))
-        return finish(new BodyError('PARSE_ERROR', 'Parse error: body is not valid UTF-8'));
-      let value: unknown;
-      try {
-        value = JSON.parse(buffer.toString('utf8'));
-      } catch {
-        return finish(new BodyError('PARSE_ERROR', 'Parse error: body is not valid JSON'));
-      }
-      finish(undefined, value);
-    });
-  });
+async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const tooLarge = () => new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`);
+  // A larger declared length is refused first, before the media type is looked at.
+  if (Number(req.headers['content-length']) > limit) throw tooLarge();
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset))
+    throw new BodyError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${charset.slice(0, 32)}"`);
+  const stream = decoded(req);
+  if (!stream) throw new BodyError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding');
+  let buffer: Buffer;
+  try {
+    buffer = await readBody(req, limit, stream);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) throw tooLarge();
+    throw new BodyError('PARSE_ERROR', 'Parse error: the body could not be read or decoded');
+  }
+  if (buffer.length === 0) return {};
+  if (!isUtf8(buffer)) throw new BodyError('PARSE_ERROR', 'Parse error: body is not valid UTF-8');
+  try {
+    return JSON.parse(buffer.toString('utf8'));
+  } catch {
+    throw new BodyError('PARSE_ERROR', 'Parse error: body is not valid JSON');
+  }
 }
 
 /** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
@@ -231,13 +199,10 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         revision = classifyRequest(body, req.headers);
       } catch (error) {
         if (!(error instanceof ProtocolError)) throw error;
-        const json = JSON.stringify(errorEnvelope(id, error.code, error.message, error.data));
-        res
-          .writeHead(httpStatusOfJsonRpcError(error.code), {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(json),
-          })
-          .end(json);
+        new ResponseChannel(res).finish(
+          JSON.stringify(errorEnvelope(id, error.code, error.message, error.data)),
+          httpStatusOfJsonRpcError(error.code),
+        );
         return;
       }
       if (revision.kind === 'stateless') {

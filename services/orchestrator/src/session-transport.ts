@@ -255,16 +255,12 @@ export type DirectRequestHandler = (
 /** The JSON-RPC error the SDK's protocol would answer a failed handler with. */
 function errorResponse(id: RequestId, error: unknown): JSONRPCMessage {
   const e = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-  const message = typeof e.message === 'string' ? e.message : 'Internal error';
-  return {
-    jsonrpc: '2.0',
+  return errorEnvelope(
     id,
-    error: {
-      code: Number.isSafeInteger(e.code) ? (e.code as number) : -32603,
-      message,
-      ...(e.data === undefined ? {} : { data: e.data }),
-    },
-  };
+    Number.isSafeInteger(e.code) ? (e.code as number) : -32603,
+    typeof e.message === 'string' ? e.message : 'Internal error',
+    e.data,
+  ) as JSONRPCMessage;
 }
 
 /** One session's transport. Create it for an `initialize` request; it assigns the session id. */
@@ -383,7 +379,7 @@ export class SessionTransport implements Transport {
         );
       }
     });
-    if (this.direct && !initialize) {
+    if (this.direct) {
       const controller = new AbortController();
       const answer = this.direct(
         {
