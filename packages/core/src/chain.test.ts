@@ -16,7 +16,9 @@ import {
   runChain,
 } from './index.ts';
 
-function buildChain(scenario: (typeof scenarios)[number], log: string[]): ChainInterceptor[] {
+type Scenario = (typeof scenarios)[number];
+
+function buildChain(scenario: Scenario, log: string[]): ChainInterceptor[] {
   return scenario.interceptors.flatMap((i) => {
     const invoker: Invoker = {
       async invoke(params, { signal }) {
@@ -34,25 +36,151 @@ function buildChain(scenario: (typeof scenarios)[number], log: string[]): ChainI
   });
 }
 
+/** Run a scenario's chain in process; `log` lists every invocation in start order. */
+async function runScenario(scenario: Scenario, speculativeMutators: boolean) {
+  const log: string[] = [];
+  const audit: InvocationOutcome[] = [];
+  const plan = planChain(buildChain(scenario, log), scenario.event ?? 'tools/call', scenario.phase);
+  const result = await runChain(
+    plan,
+    { payload: { name: 'echo', arguments: { text: 'hi' } } },
+    {
+      ...(scenario.chainTimeoutMs === undefined ? {} : { timeoutMs: scenario.chainTimeoutMs }),
+      onAuditOutcome: (o) => audit.push(o),
+      speculativeMutators,
+    },
+  );
+  await waitForAudit(audit, scenario.expect.audit?.length ?? 0);
+  return { result, log, audit };
+}
+
 describe('runChain (in process)', () => {
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    const log: string[] = [];
-    const audit: InvocationOutcome[] = [];
-    const plan = planChain(
-      buildChain(scenario, log),
-      scenario.event ?? 'tools/call',
-      scenario.phase,
-    );
-    const result = await runChain(
-      plan,
-      { payload: { name: 'echo', arguments: { text: 'hi' } } },
-      {
-        ...(scenario.chainTimeoutMs === undefined ? {} : { timeoutMs: scenario.chainTimeoutMs }),
-        onAuditOutcome: (o) => audit.push(o),
-      },
-    );
-    await waitForAudit(audit, scenario.expect.audit?.length ?? 0);
-    checkScenario(scenario, { result, log, audit }, expect);
+    checkScenario(scenario, await runScenario(scenario, false), expect);
+  });
+
+  it.each(scenarios.map((s) => [s.name, s] as const))(
+    '%s, with speculative mutators',
+    async (_name, scenario) => {
+      const run = await runScenario(scenario, true);
+      // Same decision, results and aborts as in order; the mutators may also have been
+      // invoked for a request that ends up denied (discarded), and start with the validators.
+      const { invoked, ...rest } = scenario.expect;
+      checkScenario({ ...scenario, expect: rest }, run, expect);
+      if (invoked !== undefined) {
+        expect(run.result.results.map((r) => r.interceptor)).toEqual(invoked);
+        for (const name of invoked) expect(run.log).toContain(name);
+      }
+    },
+  );
+
+  describe('speculative mutators', () => {
+    const hook = [{ events: ['tools/call'], phase: 'request' }];
+    /** A validator that answers only once the mutator has been invoked (or a budget ends). */
+    function chainOf(options: { valid: boolean; mutatorFails?: boolean }) {
+      let mutatorInvoked!: () => void;
+      const mutatorStarted = new Promise<void>((resolve) => {
+        mutatorInvoked = resolve;
+      });
+      const log: string[] = [];
+      const invoker: Invoker = {
+        async invoke(params) {
+          log.push(params.name);
+          if (params.name === 'guard') {
+            await mutatorStarted;
+            log.push('guard answers');
+            return {
+              interceptor: 'guard',
+              type: 'validation',
+              phase: 'request',
+              valid: options.valid,
+              ...(options.valid ? {} : { messages: [{ severity: 'error', message: 'no' }] }),
+            };
+          }
+          mutatorInvoked();
+          if (options.mutatorFails) throw new Error('mutator broke');
+          const payload = params.payload as Record<string, unknown>;
+          return {
+            interceptor: 'tagger',
+            type: 'mutation',
+            phase: 'request',
+            modified: true,
+            payload: { ...payload, tagged: true },
+          };
+        },
+      };
+      const chain = resolveService(
+        'svc',
+        [
+          parseInterceptorInfo({ name: 'guard', type: 'validation', hooks: hook }),
+          parseInterceptorInfo({ name: 'tagger', type: 'mutation', hooks: hook }),
+        ],
+        invoker,
+      );
+      return { plan: planChain(chain, 'tools/call', 'request'), log };
+    }
+
+    it('start the mutators with the validators and apply them when the validators pass', async () => {
+      const { plan, log } = chainOf({ valid: true });
+      const result = await runChain(
+        plan,
+        { payload: { name: 'echo' } },
+        { speculativeMutators: true, timeoutMs: 2000 },
+      );
+      // In order, the validator would wait for a mutator that only starts after it.
+      expect(log).toEqual(['guard', 'tagger', 'guard answers']);
+      expect(result.status).toBe('success');
+      expect(result.finalPayload).toEqual({ name: 'echo', tagged: true });
+      expect(result.results.map((r) => [r.interceptor, r.outcome])).toEqual([
+        ['guard', 'allowed'],
+        ['tagger', 'modified'],
+      ]);
+    });
+
+    it('run in order without the option', async () => {
+      const { plan, log } = chainOf({ valid: true });
+      const result = await runChain(plan, { payload: { name: 'echo' } }, { timeoutMs: 100 });
+      expect(log).toEqual(['guard']);
+      expect(result.status).toBe('timeout');
+    });
+
+    it('are discarded when a validator blocks, and a denial wins over their failure', async () => {
+      for (const mutatorFails of [false, true]) {
+        const { plan, log } = chainOf({ valid: false, mutatorFails });
+        const seen: string[] = [];
+        const result = await runChain(
+          plan,
+          { payload: { name: 'echo' } },
+          {
+            speculativeMutators: true,
+            timeoutMs: 2000,
+            onOutcome: (o) => seen.push(`${o.interceptor} ${o.outcome}`),
+          },
+        );
+        expect(log).toContain('tagger');
+        expect(result.status).toBe('validation_failed');
+        expect(result.finalPayload).toBeUndefined();
+        expect(result.abortedAt).toEqual([
+          expect.objectContaining({ interceptor: 'guard', type: 'validation', reason: 'no' }),
+        ]);
+        expect(result.results.map((r) => r.interceptor)).toEqual(['guard']);
+        // Telemetry still hears about the discarded invocation.
+        expect(seen).toContain(`tagger ${mutatorFails ? 'failed' : 'modified'}`);
+      }
+    });
+
+    it('report a mutator failure when the validators pass', async () => {
+      const { plan } = chainOf({ valid: true, mutatorFails: true });
+      const result = await runChain(
+        plan,
+        { payload: { name: 'echo' } },
+        { speculativeMutators: true, timeoutMs: 2000 },
+      );
+      expect(result.status).toBe('mutation_failed');
+      expect(result.abortedAt).toEqual([
+        expect.objectContaining({ interceptor: 'tagger', type: 'mutation' }),
+      ]);
+    });
   });
 
   it('does not wait for audit-mode interceptors', async () => {

@@ -226,6 +226,14 @@ export interface RunChainOptions {
    * batch return together, so a slow item delays the others of its batch.
    */
   coalesce?: boolean;
+  /**
+   * Request phase only: start the mutators together with the validators instead of after
+   * them, saving one round trip of latency. The outcome is the same as in order: when a
+   * validator blocks, the chain answers at once with the denial and whatever the mutators
+   * did is discarded (left out of {@link ChainResult.results}; still reported to
+   * `onOutcome`). The price: mutator services also see requests that end up denied.
+   */
+  speculativeMutators?: boolean;
   /** Monotonic clock in milliseconds (default `performance.now`). */
   now?: () => number;
 }
@@ -234,6 +242,15 @@ const TIMEOUT = Symbol('timeout');
 /** The signal of invocations nothing cancels. */
 const NEVER_ABORTED = new AbortController().signal;
 const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
+
+/** What a run (or a speculative stage) has decided so far. */
+interface Tally {
+  status: ChainResult['status'];
+  /** Active outcomes in the order their stage finished them. */
+  results: InvocationOutcome[];
+  abortedAt: AbortInfo[];
+  payload: unknown;
+}
 
 interface StepRun {
   outcome: InvocationOutcome;
@@ -273,10 +290,7 @@ export async function runChain(
   const started = now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
   const { event, phase } = plan;
-  const results: InvocationOutcome[] = [];
-  const abortedAt: AbortInfo[] = [];
-  let payload = input.payload;
-  let status: ChainResult['status'] = 'success';
+  const main: Tally = { status: 'success', results: [], abortedAt: [], payload: input.payload };
 
   // Active invocations get the caller's signal (an AbortController per invocation, or
   // even per run, is a measurable cost on a busy gateway): when the caller gives up, their
@@ -402,8 +416,8 @@ export async function runChain(
     else start();
   };
 
-  const record = (run: StepRun) => {
-    results.push(run.outcome);
+  const record = (run: StepRun, tally: Tally) => {
+    tally.results.push(run.outcome);
     safeCall(options.onOutcome, run.outcome);
   };
 
@@ -415,18 +429,20 @@ export async function runChain(
     phase,
   });
 
-  const runValidators = async (stage: ChainStage, scope: unknown) => {
+  const runValidators = async (stage: ChainStage, scope: unknown, tally: Tally) => {
     const active: ChainStep[] = [];
     for (const step of stage.steps) {
-      if (step.interceptor.mode === 'audit') fireAudit(step, payload, scope);
+      if (step.interceptor.mode === 'audit') fireAudit(step, tally.payload, scope);
       else active.push(step);
     }
-    const runs = await Promise.all(active.map((step) => invokeStep(step, payload, false, scope)));
+    const runs = await Promise.all(
+      active.map((step) => invokeStep(step, tally.payload, false, scope)),
+    );
     const denials: AbortInfo[] = [];
     const failures: AbortInfo[] = [];
     const timeouts: AbortInfo[] = [];
     for (const run of runs) {
-      record(run);
+      record(run, tally);
       const o = run.outcome;
       if (run.chainTimeout) timeouts.push(failureAbort(o, 'timeout'));
       else if (o.outcome === 'denied')
@@ -435,56 +451,85 @@ export async function runChain(
         failures.push(failureAbort(o, 'invocation'));
     }
     if (timeouts.length > 0) {
-      status = 'timeout';
-      abortedAt.push(...timeouts);
+      tally.status = 'timeout';
+      tally.abortedAt.push(...timeouts);
     } else if (denials.length > 0 || failures.length > 0) {
-      status = 'validation_failed';
-      abortedAt.push(...denials, ...failures);
+      tally.status = 'validation_failed';
+      tally.abortedAt.push(...denials, ...failures);
     }
   };
 
-  const runMutators = async (stage: ChainStage, scope: unknown) => {
+  const runMutators = async (stage: ChainStage, scope: unknown, tally: Tally) => {
     for (const step of stage.steps) {
       if (step.interceptor.mode === 'audit') {
-        fireAudit(step, payload, scope);
+        fireAudit(step, tally.payload, scope);
         continue;
       }
-      const run = await invokeStep(step, payload, false, scope);
-      record(run);
+      const run = await invokeStep(step, tally.payload, false, scope);
+      record(run, tally);
       const o = run.outcome;
       if (run.chainTimeout) {
-        status = 'timeout';
-        abortedAt.push(failureAbort(o, 'timeout'));
+        tally.status = 'timeout';
+        tally.abortedAt.push(failureAbort(o, 'timeout'));
         return;
       }
       if (o.outcome === 'failed' || o.outcome === 'timeout') {
         if (o.failedOpen) continue;
-        status = 'mutation_failed';
-        abortedAt.push(failureAbort(o, 'mutation'));
+        tally.status = 'mutation_failed';
+        tally.abortedAt.push(failureAbort(o, 'mutation'));
         return;
       }
-      if (o.result?.type === 'mutation' && o.result.modified) payload = o.result.payload;
+      if (o.result?.type === 'mutation' && o.result.modified) tally.payload = o.result.payload;
     }
   };
 
+  const runStage = async (stage: ChainStage, tally: Tally): Promise<void> => {
+    const run = (scope?: unknown) =>
+      stage.kind === 'validators'
+        ? runValidators(stage, scope, tally)
+        : runMutators(stage, scope, tally);
+    if (!options.wrapStage) return run();
+    let ran = false;
+    await options.wrapStage(stage, (scope) => {
+      ran = true;
+      return run(scope);
+    });
+    if (!ran) await run();
+  };
+
   try {
-    for (const stage of plan.stages) {
-      const run = (scope?: unknown) =>
-        stage.kind === 'validators' ? runValidators(stage, scope) : runMutators(stage, scope);
-      if (options.wrapStage) {
-        let ran = false;
-        await options.wrapStage(stage, (scope) => {
-          ran = true;
-          return run(scope);
-        });
-        if (!ran) await run();
-      } else await run();
-      if (status !== 'success') break;
+    const [first, second] = plan.stages;
+    let next = 0;
+    if (
+      options.speculativeMutators &&
+      phase === 'request' &&
+      first?.kind === 'validators' &&
+      second?.kind === 'mutators'
+    ) {
+      // The mutators work on their own tally, which counts only if the validators pass.
+      const ahead: Tally = { status: 'success', results: [], abortedAt: [], payload: main.payload };
+      const validating = runStage(first, main);
+      const mutating = runStage(second, ahead);
+      mutating.catch(() => undefined); // only awaited when the validators pass
+      await validating;
+      if (main.status === 'success') {
+        await mutating;
+        main.status = ahead.status;
+        main.results.push(...ahead.results);
+        main.abortedAt.push(...ahead.abortedAt);
+        main.payload = ahead.payload;
+      }
+      next = 2;
+    }
+    for (const stage of plan.stages.slice(next)) {
+      if (main.status !== 'success') break;
+      await runStage(stage, main);
     }
   } finally {
     options.signal?.removeEventListener('abort', onCallerAbort);
   }
 
+  const { status, results, abortedAt, payload } = main;
   const result: ChainResult = {
     status,
     event,

@@ -11,6 +11,7 @@ describe('orchestrator config', () => {
       denyAs: 'error',
       auditBatchMs: 5,
       coalesceInvocations: true,
+      speculativeMutators: false,
     });
     expect(config.auth).toEqual({ mode: 'none' });
     expect(config.limits).toEqual({

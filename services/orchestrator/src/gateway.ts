@@ -522,6 +522,7 @@ export class Gateway {
         onAuditOutcome: (o) => telemetry.recordInvocation(o),
         deferAudit: this.#audits.defer,
         coalesce: config.chain.coalesceInvocations,
+        speculativeMutators: config.chain.speculativeMutators,
         wrapStage: async (stage, run) => {
           const stageSpan = telemetry.tracer.startSpan(
             `chain ${phase} ${stage.kind}`,

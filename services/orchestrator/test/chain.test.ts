@@ -156,6 +156,68 @@ describe('the chain in the gateway', () => {
     );
   });
 
+  it('starts request mutators with the validators under speculativeMutators, with the same outcome', async () => {
+    const run = async (extra: string) => {
+      const mutatorSaw: string[] = [];
+      let mutatorStarted = () => {};
+      let started = new Promise<void>((resolve) => {
+        mutatorStarted = resolve;
+      });
+      const validatorSawMutatorFirst: boolean[] = [];
+      const waitingValidator = defineValidator({
+        name: 'no-forbidden',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: async (payload) => {
+          // Give the mutator a moment: it has started by now only if it runs alongside.
+          const first = await Promise.race([
+            started.then(() => true),
+            new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 300)),
+          ]);
+          validatorSawMutatorFirst.push(first);
+          return JSON.stringify(payload).includes('forbidden') ? deny('no') : allow();
+        },
+      });
+      const recordingMutator = defineMutator({
+        name: 'upper',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: (payload) => {
+          const p = payload as { arguments: { text: string } };
+          mutatorSaw.push(p.arguments.text);
+          mutatorStarted();
+          return modified({ ...p, arguments: { text: p.arguments.text.toUpperCase() } });
+        },
+      });
+      const { client, backend, gateway } = await setup(
+        list,
+        [[waitingValidator], [recordingMutator]],
+        extra,
+      );
+      const before = backend.state.counter;
+      const denied = await client
+        .callTool({ name: 'bump', arguments: { text: 'forbidden fruit' } })
+        .catch((e: unknown) => e);
+      expect((denied as McpError).code).toBe(403);
+      expect(backend.state.counter).toBe(before);
+      // The denied call's audit lists what decided it, as in order.
+      const deniedRun = gateway.executions.find((e) => e.result.status === 'validation_failed');
+      expect(deniedRun?.result.results.map((r) => r.interceptor)).toEqual(['no-forbidden']);
+      started = new Promise<void>((resolve) => {
+        mutatorStarted = resolve;
+      });
+      const allowed = await client.callTool({ name: 'echo', arguments: { text: 'fine' } });
+      expect(textOf(allowed)).toBe('[fx] FINE');
+      return { mutatorSaw, validatorSawMutatorFirst };
+    };
+    expect(await run('chain: {speculativeMutators: true}\n')).toEqual({
+      mutatorSaw: ['forbidden fruit', 'fine'],
+      validatorSawMutatorFirst: [true, true],
+    });
+    expect(await run('')).toEqual({
+      mutatorSaw: ['fine'],
+      validatorSawMutatorFirst: [false, false],
+    });
+  });
+
   it('answers a denial as an isError tool result when denyAs is toolResult', async () => {
     const { client } = await setup(list, [[forbidden]], 'chain: {denyAs: toolResult}\n');
     const result = await client.callTool({ name: 'echo', arguments: { text: 'forbidden' } });
