@@ -218,6 +218,24 @@ describe('the chain in the gateway', () => {
     });
   });
 
+  it('sends a service its request validator and mutator as one batch under speculativeMutators', async () => {
+    const postsPerCall = async (extra: string) => {
+      const { client, served } = await setup(
+        list,
+        [[forbidden, textArgMutator('upper', (s) => s.toUpperCase())]],
+        extra,
+      );
+      await client.callTool({ name: 'echo', arguments: { text: 'warm' } });
+      const before = served[0]?.posts() ?? 0;
+      expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }))).toBe(
+        '[fx] HI',
+      );
+      return (served[0]?.posts() ?? 0) - before;
+    };
+    expect(await postsPerCall('')).toBe(2);
+    expect(await postsPerCall('chain: {speculativeMutators: true}\n')).toBe(1);
+  });
+
   it('answers a denial as an isError tool result when denyAs is toolResult', async () => {
     const { client } = await setup(list, [[forbidden]], 'chain: {denyAs: toolResult}\n');
     const result = await client.callTool({ name: 'echo', arguments: { text: 'forbidden' } });
