@@ -29,8 +29,9 @@ const quick = process.argv.includes('--quick');
 // hundred calls leave much of it unoptimised, which would measure the JIT, not the path).
 const WARMUP_SECONDS = quick ? 3 : 20;
 const WARMUP = quick ? 100 : 500;
-const LATENCY_CALLS = quick ? 300 : 2000;
-const THROUGHPUT_SECONDS = quick ? 2 : 5;
+const LATENCY_CALLS = quick ? 300 : 2100;
+const THROUGHPUT_SECONDS = quick ? 1 : 3;
+const ROUNDS = quick ? 1 : 3;
 const CONCURRENCY = 32;
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
@@ -101,23 +102,24 @@ async function cpuDuring<T>(
   return { value, cpu };
 }
 
-async function measure(url: string) {
+/** Median of a non-empty list. */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+/**
+ * One path under test. Paths are measured in interleaved rounds (every path once per
+ * round), and each figure is the median over rounds: this VM's speed drifts by tens of
+ * percent over minutes, which would otherwise favour whichever path ran in a fast spell.
+ */
+async function openPath(url: string) {
   const one = await leanClient(url);
   const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => leanClient(url)));
-  const warmUntil = performance.now() + WARMUP_SECONDS * 1000;
-  await Promise.all(
-    many.map(async (c) => {
-      while (performance.now() < warmUntil) await c.call();
-    }),
-  );
-  for (let i = 0; i < WARMUP; i++) await one.call();
   const samples: number[] = [];
-  for (let i = 0; i < LATENCY_CALLS; i++) {
-    const t = process.hrtime.bigint();
-    await one.call();
-    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  samples.sort((a, b) => a - b);
+  const c1: number[] = [];
+  const c32: number[] = [];
+  const cpu = new Map<string, number[]>();
   const rate = async (clients: LeanClient[]) => {
     let count = 0;
     const until = performance.now() + THROUGHPUT_SECONDS * 1000;
@@ -132,39 +134,65 @@ async function measure(url: string) {
     );
     return { perSecond: count / ((performance.now() - t0) / 1000), count };
   };
-  const c1 = await rate([one]);
-  const { value: c32, cpu } = await cpuDuring(() => rate(many));
-  await Promise.all([one, ...many].map((c) => c.close()));
-  const cpuPerCall = new Map([...cpu].map(([k, v]) => [k, v / c32.count]));
   return {
-    median: samples[Math.floor(samples.length / 2)] ?? 0,
-    p99: samples[Math.floor(samples.length * 0.99)] ?? 0,
-    c1: c1.perSecond,
-    c32: c32.perSecond,
-    cpuPerCall,
+    async warm() {
+      const warmUntil = performance.now() + WARMUP_SECONDS * 1000;
+      await Promise.all(
+        many.map(async (c) => {
+          while (performance.now() < warmUntil) await c.call();
+        }),
+      );
+      for (let i = 0; i < WARMUP; i++) await one.call();
+    },
+    async round() {
+      for (let i = 0; i < LATENCY_CALLS / ROUNDS; i++) {
+        const t = process.hrtime.bigint();
+        await one.call();
+        samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+      c1.push((await rate([one])).perSecond);
+      const { value, cpu: used } = await cpuDuring(() => rate(many));
+      c32.push(value.perSecond);
+      for (const [k, v] of used) cpu.set(k, [...(cpu.get(k) ?? []), v / value.count]);
+    },
+    async close() {
+      await Promise.all([one, ...many].map((c) => c.close()));
+      const sorted = [...samples].sort((a, b) => a - b);
+      return {
+        median: sorted[Math.floor(sorted.length / 2)] ?? 0,
+        p99: sorted[Math.floor(sorted.length * 0.99)] ?? 0,
+        c1: median(c1),
+        c32: median(c32),
+        cpuPerCall: new Map([...cpu].map(([k, v]) => [k, median(v)])),
+      };
+    },
   };
 }
 
-/** Measure through one gateway at a time: an idle process still costs a little CPU. */
-async function measureGateway(variant: Variant) {
-  const gateway = await startGateway(variant);
-  try {
-    return await measure(`${gateway.url}/mcp`);
-  } finally {
-    await gateway.stop();
-  }
-}
-
 try {
-  const direct = await measure(backend.url);
-  const rows = [
-    ['direct to the backend', direct],
-    ['gateway, no interceptors', await measureGateway('plain')],
-    ['gateway, 3 remote interceptors', await measureGateway('chain')],
-    ['  + chain.speculativeMutators', await measureGateway('speculative')],
+  const gateways = {
+    plain: await startGateway('plain'),
+    chain: await startGateway('chain'),
+    speculative: await startGateway('speculative'),
+  };
+  const paths = [
+    ['direct to the backend', await openPath(backend.url)],
+    ['gateway, no interceptors', await openPath(`${gateways.plain.url}/mcp`)],
+    ['gateway, 3 remote interceptors', await openPath(`${gateways.chain.url}/mcp`)],
+    ['  + chain.speculativeMutators', await openPath(`${gateways.speculative.url}/mcp`)],
   ] as const;
+  for (const [, path] of paths) await path.warm();
+  for (let r = 0; r < ROUNDS; r++) {
+    process.stderr.write(`round ${r + 1}/${ROUNDS}\n`);
+    for (const [, path] of paths) await path.round();
+  }
+  const rows: Array<readonly [string, Awaited<ReturnType<(typeof paths)[number][1]['close']>>]> =
+    [];
+  for (const [name, path] of paths) rows.push([name, await path.close()]);
+  const direct = rows[0]?.[1];
+  if (!direct) throw new Error('no direct row');
   console.log(
-    `\ntools/call echo on loopback (after ${WARMUP_SECONDS} s of ${CONCURRENCY}-client warm-up per path: ${LATENCY_CALLS} sequential calls for latency; ${THROUGHPUT_SECONDS} s per throughput run; node ${process.version}, lean MCP client)`,
+    `\ntools/call echo on loopback, node ${process.version}, lean MCP client: ${WARMUP_SECONDS} s of ${CONCURRENCY}-client warm-up per path, then ${ROUNDS} interleaved rounds (per path per round: ${LATENCY_CALLS / ROUNDS} sequential calls for latency, ${THROUGHPUT_SECONDS} s at 1 and at ${CONCURRENCY} clients); calls/s and CPU are medians over rounds`,
   );
   console.log(
     `${'path'.padEnd(32)} ${'median ms'.padStart(9)} ${'p99 ms'.padStart(8)} ${'+median'.padStart(8)} ${'+p99'.padStart(7)} ${'calls/s@1'.padStart(10)} ${'calls/s@32'.padStart(11)} ${'x direct'.padStart(9)}`,
