@@ -4,7 +4,9 @@
  *   2. through the gateway with no interceptors,
  *   3. through the gateway with three remote interceptors (request validator, request and
  *      response mutator, audit-mode observer),
- *   4. the same with `chain.speculativeMutators` (request mutators start with the validators).
+ *   4. the same with `chain.speculativeMutators` (request mutators start with the validators),
+ *   5. and with the three interceptors hosted by one service (speculative too): what shares
+ *      a phase then travels as one batch, one hop.
  * Every path uses the same lean MCP client (bench/lean-client.ts: a session opened with
  * `initialize`, then plain JSON POSTs on a keep-alive connection), so differences are what
  * the gateway adds. The stock SDK client costs ~0.6 ms of CPU per call on its own, which
@@ -55,19 +57,29 @@ async function start(
 const prefix = `bench-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
 const backend = await start(here('./backend.ts'));
-const urls = (
-  await Promise.all(
-    ['0', '1', '2'].map((i) => start(here('./interceptors.ts'), {}, undefined, [i])),
-  )
-).map((p) => `${p.url}/mcp`);
+const [urls, cohosted] = await Promise.all([
+  Promise.all(['0', '1', '2'].map((i) => start(here('./interceptors.ts'), {}, undefined, [i]))),
+  start(here('./interceptors.ts'), {}, undefined, ['all']),
+]).then(([three, one]): [string[], string[]] => [
+  three.map((p) => `${p.url}/mcp`),
+  [`${one.url}/mcp`],
+]);
 
-type Variant = 'plain' | 'chain' | 'speculative';
-/** A gateway process: no interceptors, the three, or the three with speculative mutators. */
+/**
+ * A gateway process: no interceptors; the three, each in its own service; the same with
+ * speculative mutators; or the three hosted by one service, with speculative mutators.
+ */
+type Variant = 'plain' | 'chain' | 'speculative' | 'cohosted';
 function startGateway(variant: Variant): Promise<ServiceProcess> {
   const path = join(dir, `fleet-${variant}.yaml`);
-  const services =
-    variant === 'plain' ? '' : `interceptors:\n${urls.map((u) => `  - url: "${u}"`).join('\n')}\n`;
-  const chain = variant === 'speculative' ? 'chain: {speculativeMutators: true}\n' : '';
+  const serviceUrls = variant === 'plain' ? [] : variant === 'cohosted' ? cohosted : urls;
+  const services = serviceUrls.length
+    ? `interceptors:\n${serviceUrls.map((u) => `  - url: "${u}"`).join('\n')}\n`
+    : '';
+  const chain =
+    variant === 'speculative' || variant === 'cohosted'
+      ? 'chain: {speculativeMutators: true}\n'
+      : '';
   writeFileSync(
     path,
     `backends:\n  - {id: bench, url: "${backend.url}", resilience: {maxConcurrent: 256}}\n${services}${chain}registry: {prefix: ${prefix}-${variant}}\naudit: {queue: ${prefix}-audit}\n`,
@@ -174,12 +186,14 @@ try {
     plain: await startGateway('plain'),
     chain: await startGateway('chain'),
     speculative: await startGateway('speculative'),
+    cohosted: await startGateway('cohosted'),
   };
   const paths = [
     ['direct to the backend', await openPath(backend.url)],
     ['gateway, no interceptors', await openPath(`${gateways.plain.url}/mcp`)],
     ['gateway, 3 remote interceptors', await openPath(`${gateways.chain.url}/mcp`)],
     ['  + chain.speculativeMutators', await openPath(`${gateways.speculative.url}/mcp`)],
+    ['  + the 3 in one service', await openPath(`${gateways.cohosted.url}/mcp`)],
   ] as const;
   for (const [, path] of paths) await path.warm();
   for (let r = 0; r < ROUNDS; r++) {
