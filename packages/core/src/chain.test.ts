@@ -169,6 +169,48 @@ describe('runChain (in process)', () => {
       }
     });
 
+    it('start no further mutator once a validator has blocked', async () => {
+      let denied!: () => void;
+      const decided = new Promise<void>((resolve) => {
+        denied = resolve;
+      });
+      let firstStarted!: () => void;
+      const first = new Promise<void>((resolve) => {
+        firstStarted = resolve;
+      });
+      const log: string[] = [];
+      const invoker: Invoker = {
+        async invoke(params) {
+          log.push(params.name);
+          if (params.name === 'guard') {
+            await first;
+            return { interceptor: 'guard', type: 'validation', phase: 'request', valid: false };
+          }
+          firstStarted();
+          await decided; // answers only after the chain has answered the denial
+          return { interceptor: params.name, type: 'mutation', phase: 'request', modified: false };
+        },
+      };
+      const chain = resolveService(
+        'svc',
+        [
+          parseInterceptorInfo({ name: 'guard', type: 'validation', hooks: hook }),
+          parseInterceptorInfo({ name: 'a', type: 'mutation', hooks: hook, priorityHint: 1 }),
+          parseInterceptorInfo({ name: 'b', type: 'mutation', hooks: hook, priorityHint: 2 }),
+        ],
+        invoker,
+      );
+      const result = await runChain(
+        planChain(chain, 'tools/call', 'request'),
+        { payload: {} },
+        { speculativeMutators: true, timeoutMs: 2000 },
+      );
+      expect(result.status).toBe('validation_failed');
+      denied();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(log).toEqual(['guard', 'a']);
+    });
+
     it('report a mutator failure when the validators pass', async () => {
       const { plan } = chainOf({ valid: true, mutatorFails: true });
       const result = await runChain(

@@ -250,6 +250,8 @@ interface Tally {
   results: InvocationOutcome[];
   abortedAt: AbortInfo[];
   payload: unknown;
+  /** Set on a speculative tally once its run was decided without it: start nothing more. */
+  discarded?: boolean;
 }
 
 interface StepRun {
@@ -461,6 +463,7 @@ export async function runChain(
 
   const runMutators = async (stage: ChainStage, scope: unknown, tally: Tally) => {
     for (const step of stage.steps) {
+      if (tally.discarded) return;
       if (step.interceptor.mode === 'audit') {
         fireAudit(step, tally.payload, scope);
         continue;
@@ -518,7 +521,7 @@ export async function runChain(
         main.results.push(...ahead.results);
         main.abortedAt.push(...ahead.abortedAt);
         main.payload = ahead.payload;
-      }
+      } else ahead.discarded = true;
       next = 2;
     }
     for (const stage of plan.stages.slice(next)) {
