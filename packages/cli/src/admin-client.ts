@@ -62,7 +62,12 @@ export interface ChainEntry {
 export interface ChainView {
   event: string;
   phase: string;
-  stages: Array<{ kind: 'validators' | 'mutators'; interceptors: ChainEntry[] }>;
+  stages: Array<{
+    kind: 'validators' | 'mutators';
+    /** Started together with the validators (`chain.speculativeMutators`). */
+    speculative?: boolean;
+    interceptors: ChainEntry[];
+  }>;
   note?: string;
 }
 

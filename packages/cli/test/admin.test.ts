@@ -218,6 +218,53 @@ describe('fleet chain', () => {
     });
   });
 
+  it('marks a mutator stage that starts with the validators under speculativeMutators', async () => {
+    const speculative = await startOrchestrator('chain: {speculativeMutators: true}\n');
+    defer(() => speculative.close());
+    const host = createInterceptorHost([
+      defineValidator({
+        name: 'spec-guard',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => allow(),
+      }),
+      defineMutator({
+        name: 'spec-shaper',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => unchanged(),
+      }),
+    ]);
+    const served = await listen(createInterceptorHttpApp(host, { name: 'spec' }).listener, {
+      service: 'spec',
+      announce: false,
+    });
+    defer(() => served.close(100));
+    const env = {
+      FLEET_ORCHESTRATOR_URL: speculative.url,
+      FLEET_ADMIN_TOKEN: speculative.adminToken,
+    };
+    expect((await fleet(['register', `${served.url}/mcp`], { env })).code).toBe(0);
+    const run = await fleet(['chain'], { env });
+    expect(run.code).toBe(0);
+    const [, , first, second, ...notes] = lines(run.stdout);
+    expect(first?.split(/\s{2,}/).slice(0, 2)).toEqual(['1 validators', 'spec-guard']);
+    expect(second?.split(/\s{2,}/).slice(0, 2)).toEqual(['2 mutators*', 'spec-shaper']);
+    expect(notes).toContain(
+      '* started together with the validators (chain.speculativeMutators); applied only if they pass',
+    );
+    const json = JSON.parse((await fleet(['--json', 'chain'], { env })).stdout) as {
+      stages: Array<{ kind: string; speculative?: boolean }>;
+    };
+    expect(json.stages.map((s) => [s.kind, s.speculative])).toEqual([
+      ['validators', undefined],
+      ['mutators', true],
+    ]);
+    // The response phase never speculates (its validators must see the mutated result).
+    const response = await fleet(['chain', '--phase', 'response', '--event', 'tools/call'], {
+      env,
+    });
+    expect(response.stdout).not.toContain('*');
+  });
+
   it('says when nothing runs', async () => {
     const run = await admin(['chain', '--event', 'prompts/get']);
     expect(run.code).toBe(0);

@@ -149,14 +149,18 @@ export interface TestOrchestrator {
 
 /**
  * Start `services/orchestrator/src/main.ts` from source on a free port, with an admin token,
- * a unique registry prefix and audit queue, and the audit journal in a temp dir.
+ * a unique registry prefix and audit queue, and the audit journal in a temp dir; `extraConfig`
+ * (YAML) is appended to its config file.
  */
-export async function startOrchestrator(): Promise<TestOrchestrator> {
+export async function startOrchestrator(extraConfig = ''): Promise<TestOrchestrator> {
   const dir = await mkdtemp(join(tmpdir(), 'fleet-cli-'));
   const prefix = `cli-test-${randomUUID()}`;
   const adminToken = `admin-${randomUUID()}`;
   const configPath = join(dir, 'fleet.yaml');
-  await writeFile(configPath, `registry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\n`);
+  await writeFile(
+    configPath,
+    `registry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\n${extraConfig}`,
+  );
   const command = sourceCommand(ORCHESTRATOR_MAIN);
   let started: ServiceProcess;
   try {

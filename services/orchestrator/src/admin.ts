@@ -19,6 +19,8 @@ export interface AdminRouterOptions {
   registry: Registry;
   /** When set, every admin request needs `Authorization: Bearer <adminToken>`. */
   adminToken?: string | undefined;
+  /** `chain.speculativeMutators`: request-phase mutators start with the validators. */
+  speculativeMutators?: boolean;
 }
 
 function problem(res: Response, status: number, message: string, details?: unknown): void {
@@ -26,7 +28,11 @@ function problem(res: Response, status: number, message: string, details?: unkno
 }
 
 /** Build the `/admin` router. */
-export function createAdminRouter({ registry, adminToken }: AdminRouterOptions): Router {
+export function createAdminRouter({
+  registry,
+  adminToken,
+  speculativeMutators = false,
+}: AdminRouterOptions): Router {
   const router = express.Router();
   router.use((req: Request, res: Response, next: NextFunction) => {
     if (!bearerMatches(req.headers.authorization, adminToken)) {
@@ -112,11 +118,16 @@ export function createAdminRouter({ registry, adminToken }: AdminRouterOptions):
         note: `${event} is never intercepted`,
       });
     const plan = registry.plan(event, phase.data);
+    // Under speculativeMutators a request-phase mutator stage that follows validators starts
+    // together with them (its results count only if they pass).
+    const speculative =
+      speculativeMutators && phase.data === 'request' && plan.stages[0]?.kind === 'validators';
     res.json({
       event,
       phase: phase.data,
       stages: plan.stages.map((stage) => ({
         kind: stage.kind,
+        ...(speculative && stage.kind === 'mutators' ? { speculative: true } : {}),
         interceptors: stage.steps.map(({ interceptor, priority }) => ({
           name: interceptor.name,
           service: interceptor.serviceId,

@@ -117,7 +117,14 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     const handler = deps.metricsHandler;
     app.get('/metrics', (req, res) => handler(req, res));
   }
-  app.use('/admin', createAdminRouter({ registry, adminToken: deps.adminToken }));
+  app.use(
+    '/admin',
+    createAdminRouter({
+      registry,
+      adminToken: deps.adminToken,
+      speculativeMutators: config.chain.speculativeMutators,
+    }),
+  );
   app.use((_req, res) => {
     res.status(404).json({ error: 'not found' });
   });

@@ -206,15 +206,22 @@ describe('the chain in the gateway', () => {
       });
       const allowed = await client.callTool({ name: 'echo', arguments: { text: 'fine' } });
       expect(textOf(allowed)).toBe('[fx] FINE');
-      return { mutatorSaw, validatorSawMutatorFirst };
+      // The admin API says which stage starts with the validators.
+      const chain = (await (
+        await fetch(`${gateway.base}/admin/chain?event=tools/call&phase=request`)
+      ).json()) as { stages: Array<{ kind: string; speculative?: boolean }> };
+      const stages = chain.stages.map((s) => `${s.kind}${s.speculative ? ' (speculative)' : ''}`);
+      return { mutatorSaw, validatorSawMutatorFirst, stages };
     };
     expect(await run('chain: {speculativeMutators: true}\n')).toEqual({
       mutatorSaw: ['forbidden fruit', 'fine'],
       validatorSawMutatorFirst: [true, true],
+      stages: ['validators', 'mutators (speculative)'],
     });
     expect(await run('')).toEqual({
       mutatorSaw: ['fine'],
       validatorSawMutatorFirst: [false, false],
+      stages: ['validators', 'mutators'],
     });
   });
 

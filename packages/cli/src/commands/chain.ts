@@ -20,7 +20,7 @@ export function addChainCommand(program: Command, context: CommandContext): Comm
         const title = `${view.event}, ${view.phase} phase`;
         const rows = view.stages.flatMap((stage, index) =>
           stage.interceptors.map((i) => [
-            `${index + 1} ${stage.kind}`,
+            `${index + 1} ${stage.kind}${stage.speculative ? '*' : ''}`,
             i.name,
             i.type,
             i.mode,
@@ -38,7 +38,10 @@ export function addChainCommand(program: Command, context: CommandContext): Comm
           rows,
           { align: ['left', 'left', 'left', 'left', 'right', 'left', 'right', 'left'] },
         );
-        return `${title}\n${table}validators of a stage run in parallel; mutators run one after another, top to bottom\n`;
+        const speculative = view.stages.some((s) => s.speculative)
+          ? '* started together with the validators (chain.speculativeMutators); applied only if they pass\n'
+          : '';
+        return `${title}\n${table}validators of a stage run in parallel; mutators run one after another, top to bottom\n${speculative}`;
       });
     });
 }
