@@ -518,52 +518,20 @@ describe('runChain (in process)', () => {
 
 describe('planChain', () => {
   const noop: Invoker = { invoke: async () => ({}) };
+  const requestHook = (events: string[]) => [{ events, phase: 'request' }];
+  /** One interceptor of service `serviceId`, from its descriptor. */
+  const hosted = (serviceId: string, descriptor: Record<string, unknown>) =>
+    resolveService(serviceId, [parseInterceptorInfo(descriptor)], noop);
   const chain = [
-    ...resolveService(
-      's2',
-      [
-        parseInterceptorInfo({
-          name: 'same',
-          type: 'mutation',
-          hooks: [{ events: ['*'], phase: 'request' }],
-        }),
-      ],
-      noop,
-    ),
-    ...resolveService(
-      's1',
-      [
-        parseInterceptorInfo({
-          name: 'same',
-          type: 'mutation',
-          hooks: [{ events: ['*'], phase: 'request' }],
-        }),
-      ],
-      noop,
-    ),
-    ...resolveService(
-      's1',
-      [
-        parseInterceptorInfo({
-          name: 'v',
-          type: 'validation',
-          hooks: [{ events: ['tools/*'], phase: 'request' }],
-        }),
-      ],
-      noop,
-    ),
-    ...resolveService(
-      's1',
-      [
-        parseInterceptorInfo({
-          name: 'new-only',
-          type: 'validation',
-          compat: { minProtocol: '2026-07-28' },
-          hooks: [{ events: ['*'], phase: 'request' }],
-        }),
-      ],
-      noop,
-    ),
+    ...hosted('s2', { name: 'same', type: 'mutation', hooks: requestHook(['*']) }),
+    ...hosted('s1', { name: 'same', type: 'mutation', hooks: requestHook(['*']) }),
+    ...hosted('s1', { name: 'v', type: 'validation', hooks: requestHook(['tools/*']) }),
+    ...hosted('s1', {
+      name: 'new-only',
+      type: 'validation',
+      compat: { minProtocol: '2026-07-28' },
+      hooks: requestHook(['*']),
+    }),
   ];
 
   it('orders stages by phase and breaks name ties by service id', () => {
