@@ -57,12 +57,9 @@ async function start(
 const prefix = `bench-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
 const backend = await start(here('./backend.ts'));
-const [urls, cohosted] = await Promise.all([
+const [separate, cohosted] = await Promise.all([
   Promise.all(['0', '1', '2'].map((i) => start(here('./interceptors.ts'), {}, undefined, [i]))),
-  start(here('./interceptors.ts'), {}, undefined, ['all']),
-]).then(([three, one]): [string[], string[]] => [
-  three.map((p) => `${p.url}/mcp`),
-  [`${one.url}/mcp`],
+  start(here('./interceptors.ts'), {}, undefined, ['all']).then((one) => [one]),
 ]);
 
 /**
@@ -70,11 +67,12 @@ const [urls, cohosted] = await Promise.all([
  * speculative mutators; or the three hosted by one service, with speculative mutators.
  */
 type Variant = 'plain' | 'chain' | 'speculative' | 'cohosted';
-function startGateway(variant: Variant): Promise<ServiceProcess> {
+/** A gateway, and the processes a call through it reaches (its CPU line). */
+async function startGateway(variant: Variant): Promise<{ url: string; peers: ServiceProcess[] }> {
   const path = join(dir, `fleet-${variant}.yaml`);
-  const serviceUrls = variant === 'plain' ? [] : variant === 'cohosted' ? cohosted : urls;
-  const services = serviceUrls.length
-    ? `interceptors:\n${serviceUrls.map((u) => `  - url: "${u}"`).join('\n')}\n`
+  const interceptors = variant === 'plain' ? [] : variant === 'cohosted' ? cohosted : separate;
+  const services = interceptors.length
+    ? `interceptors:\n${interceptors.map((p) => `  - url: "${p.url}/mcp"`).join('\n')}\n`
     : '';
   const chain =
     variant === 'speculative' || variant === 'cohosted'
@@ -84,11 +82,12 @@ function startGateway(variant: Variant): Promise<ServiceProcess> {
     path,
     `backends:\n  - {id: bench, url: "${backend.url}", resilience: {maxConcurrent: 256}}\n${services}${chain}registry: {prefix: ${prefix}-${variant}}\naudit: {queue: ${prefix}-audit}\n`,
   );
-  return start(
+  const gateway = await start(
     here('../src/main.ts'),
     { FLEET_CONFIG: path, AUDIT_JOURNAL: join(dir, `${variant}.ndjson`) },
     dir,
   );
+  return { url: `${gateway.url}/mcp`, peers: [backend, ...interceptors, gateway] };
 }
 
 /** CPU milliseconds (user + system) a process has used so far. */
@@ -98,11 +97,11 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
-/** CPU per process (and this load generator) over `run`. */
+/** CPU per process of `peers` (and this load generator) over `run`. */
 async function cpuDuring<T>(
+  peers: readonly ServiceProcess[],
   run: () => Promise<T>,
 ): Promise<{ value: T; cpu: Map<string, number> }> {
-  const peers = started.filter((p) => p.child.exitCode === null);
   const before = peers.map((p) => cpuMs(p.pid));
   const self = process.cpuUsage();
   const value = await run();
@@ -125,7 +124,7 @@ function median(values: readonly number[]): number {
  * round), and each figure is the median over rounds: this VM's speed drifts by tens of
  * percent over minutes, which would otherwise favour whichever path ran in a fast spell.
  */
-async function openPath(url: string) {
+async function openPath({ url, peers }: { url: string; peers: ServiceProcess[] }) {
   const one = await leanClient(url);
   const many = await Promise.all(Array.from({ length: CONCURRENCY }, () => leanClient(url)));
   const samples: number[] = [];
@@ -163,7 +162,7 @@ async function openPath(url: string) {
         samples.push(Number(process.hrtime.bigint() - t) / 1e6);
       }
       c1.push((await rate([one])).perSecond);
-      const { value, cpu: used } = await cpuDuring(() => rate(many));
+      const { value, cpu: used } = await cpuDuring(peers, () => rate(many));
       c32.push(value.perSecond);
       for (const [k, v] of used) cpu.set(k, [...(cpu.get(k) ?? []), v / value.count]);
     },
@@ -189,11 +188,11 @@ try {
     cohosted: await startGateway('cohosted'),
   };
   const paths = [
-    ['direct to the backend', await openPath(backend.url)],
-    ['gateway, no interceptors', await openPath(`${gateways.plain.url}/mcp`)],
-    ['gateway, 3 remote interceptors', await openPath(`${gateways.chain.url}/mcp`)],
-    ['  + chain.speculativeMutators', await openPath(`${gateways.speculative.url}/mcp`)],
-    ['  + the 3 in one service', await openPath(`${gateways.cohosted.url}/mcp`)],
+    ['direct to the backend', await openPath({ url: backend.url, peers: [backend] })],
+    ['gateway, no interceptors', await openPath(gateways.plain)],
+    ['gateway, 3 remote interceptors', await openPath(gateways.chain)],
+    ['  + chain.speculativeMutators', await openPath(gateways.speculative)],
+    ['  + the 3 in one service', await openPath(gateways.cohosted)],
   ] as const;
   for (const [, path] of paths) await path.warm();
   for (let r = 0; r < ROUNDS; r++) {
