@@ -76,6 +76,13 @@ describe('runChain (in process)', () => {
 
   describe('speculative mutators', () => {
     const hook = [{ events: ['tools/call'], phase: 'request' }];
+    /** The `tools/call` request-phase plan of one service's interceptors. */
+    const planOf = (invoker: Invoker, descriptors: Array<Record<string, unknown>>) =>
+      planChain(
+        resolveService('svc', descriptors.map(parseInterceptorInfo), invoker),
+        'tools/call',
+        'request',
+      );
     /** A validator that answers only once the mutator has been invoked (or a budget ends). */
     function chainOf(options: { valid: boolean; mutatorFails?: boolean }) {
       let mutatorInvoked!: () => void;
@@ -109,15 +116,11 @@ describe('runChain (in process)', () => {
           };
         },
       };
-      const chain = resolveService(
-        'svc',
-        [
-          parseInterceptorInfo({ name: 'guard', type: 'validation', hooks: hook }),
-          parseInterceptorInfo({ name: 'tagger', type: 'mutation', hooks: hook }),
-        ],
-        invoker,
-      );
-      return { plan: planChain(chain, 'tools/call', 'request'), log };
+      const plan = planOf(invoker, [
+        { name: 'guard', type: 'validation', hooks: hook },
+        { name: 'tagger', type: 'mutation', hooks: hook },
+      ]);
+      return { plan, log };
     }
 
     it('start the mutators with the validators and apply them when the validators pass', async () => {
@@ -170,9 +173,9 @@ describe('runChain (in process)', () => {
     });
 
     it('start no further mutator once a validator has blocked', async () => {
-      let denied!: () => void;
-      const decided = new Promise<void>((resolve) => {
-        denied = resolve;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
       });
       let firstStarted!: () => void;
       const first = new Promise<void>((resolve) => {
@@ -187,26 +190,22 @@ describe('runChain (in process)', () => {
             return { interceptor: 'guard', type: 'validation', phase: 'request', valid: false };
           }
           firstStarted();
-          await decided; // answers only after the chain has answered the denial
+          await released; // answers only after the chain has answered the denial
           return { interceptor: params.name, type: 'mutation', phase: 'request', modified: false };
         },
       };
-      const chain = resolveService(
-        'svc',
-        [
-          parseInterceptorInfo({ name: 'guard', type: 'validation', hooks: hook }),
-          parseInterceptorInfo({ name: 'a', type: 'mutation', hooks: hook, priorityHint: 1 }),
-          parseInterceptorInfo({ name: 'b', type: 'mutation', hooks: hook, priorityHint: 2 }),
-        ],
-        invoker,
-      );
+      const plan = planOf(invoker, [
+        { name: 'guard', type: 'validation', hooks: hook },
+        { name: 'a', type: 'mutation', hooks: hook, priorityHint: 1 },
+        { name: 'b', type: 'mutation', hooks: hook, priorityHint: 2 },
+      ]);
       const result = await runChain(
-        planChain(chain, 'tools/call', 'request'),
+        plan,
         { payload: {} },
         { speculativeMutators: true, timeoutMs: 2000 },
       );
       expect(result.status).toBe('validation_failed');
-      denied();
+      release();
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(log).toEqual(['guard', 'a']);
     });

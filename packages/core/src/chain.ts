@@ -254,6 +254,10 @@ interface Tally {
   discarded?: boolean;
 }
 
+function freshTally(payload: unknown): Tally {
+  return { status: 'success', results: [], abortedAt: [], payload };
+}
+
 interface StepRun {
   outcome: InvocationOutcome;
   /** The chain budget, not the interceptor's own, ran out. */
@@ -292,7 +296,7 @@ export async function runChain(
   const started = now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
   const { event, phase } = plan;
-  const main: Tally = { status: 'success', results: [], abortedAt: [], payload: input.payload };
+  const main = freshTally(input.payload);
 
   // Active invocations get the caller's signal (an AbortController per invocation, or
   // even per run, is a measurable cost on a busy gateway): when the caller gives up, their
@@ -510,7 +514,7 @@ export async function runChain(
       second?.kind === 'mutators'
     ) {
       // The mutators work on their own tally, which counts only if the validators pass.
-      const ahead: Tally = { status: 'success', results: [], abortedAt: [], payload: main.payload };
+      const ahead = freshTally(main.payload);
       const validating = runStage(first, main);
       const mutating = runStage(second, ahead);
       mutating.catch(() => undefined); // only awaited when the validators pass

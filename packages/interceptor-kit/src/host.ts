@@ -212,11 +212,8 @@ export function createInterceptorHost(
         // The verdict, or TIMEOUT when the budget runs out first.
         const verdict = await new Promise<unknown>((resolve, reject) => {
           timer = setTimeout(() => resolve(TIMEOUT), timeoutMs);
-          try {
-            Promise.resolve(interceptor.handler(params.payload, ctx)).then(resolve, reject);
-          } catch (error) {
-            reject(error);
-          }
+          // A handler that throws synchronously rejects this promise (the executor throws).
+          Promise.resolve(interceptor.handler(params.payload, ctx)).then(resolve, reject);
         });
         if (verdict === TIMEOUT) {
           outcome = 'timeout';
