@@ -115,8 +115,13 @@ async function cpuDuring<T>(
 
 /** Median of a non-empty list. */
 function median(values: readonly number[]): number {
+  return quantile(values, 0.5);
+}
+
+/** The value at quantile `q` (0..1) of a non-empty list. */
+function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+  return sorted[Math.floor(sorted.length * q)] ?? 0;
 }
 
 /**
@@ -168,10 +173,9 @@ async function openPath({ url, peers }: { url: string; peers: ServiceProcess[] }
     },
     async close() {
       await Promise.all([one, ...many].map((c) => c.close()));
-      const sorted = [...samples].sort((a, b) => a - b);
       return {
-        median: sorted[Math.floor(sorted.length / 2)] ?? 0,
-        p99: sorted[Math.floor(sorted.length * 0.99)] ?? 0,
+        median: median(samples),
+        p99: quantile(samples, 0.99),
         c1: median(c1),
         c32: median(c32),
         cpuPerCall: new Map([...cpu].map(([k, v]) => [k, median(v)])),
