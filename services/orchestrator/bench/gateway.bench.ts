@@ -14,6 +14,11 @@
  * interceptors, gateways) is its own process; the CPU each one spends per call during the
  * 32-client run is printed too (from /proc), which is what bounds throughput here.
  *
+ * The gateway and the interceptor services run compiled, as deployed (`node dist/main.js`,
+ * the kit from its `dist`): `pnpm bench` builds them first. Run from source under tsx,
+ * every function the code creates per call would also pay for esbuild's `keepNames`
+ * wrapper (an `Object.defineProperty` of its name), ~10% of the gateway's CPU per call.
+ *
  *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
  */
 import { randomUUID } from 'node:crypto';
@@ -38,14 +43,23 @@ const CONCURRENCY = 32;
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const started: ServiceProcess[] = [];
+/**
+ * How a peer runs: the gateway from its build; the interceptor services' bench script under
+ * tsx but resolving the kit to its build (no `@fleet/source` condition); the backend
+ * fixture from source (it is the same in every row, the direct one included).
+ */
+type Build = 'compiled' | 'source';
+function commandOf(script: string, args: string[], build: Build) {
+  if (build === 'source') return sourceCommand(script, args);
+  if (script.endsWith('.js')) return { command: process.execPath, args: [script, ...args] };
+  return { command: process.execPath, args: ['--import', 'tsx', script, ...args] };
+}
 async function start(
   script: string,
-  env: Record<string, string> = {},
-  cwd?: string,
-  args: string[] = [],
+  { env = {}, cwd, args = [], build = 'compiled' }: StartOptions = {},
 ): Promise<ServiceProcess> {
   const process_ = await startServiceProcess({
-    ...sourceCommand(script, args),
+    ...commandOf(script, args, build),
     env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
     ...(cwd ? { cwd } : {}),
     readyTimeoutMs: 30_000,
@@ -54,12 +68,19 @@ async function start(
   return process_;
 }
 
+interface StartOptions {
+  env?: Record<string, string>;
+  cwd?: string;
+  args?: string[];
+  build?: Build;
+}
+
 const prefix = `bench-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
-const backend = await start(here('./backend.ts'));
+const backend = await start(here('./backend.ts'), { build: 'source' });
 const [separate, cohosted] = await Promise.all([
-  Promise.all(['0', '1', '2'].map((i) => start(here('./interceptors.ts'), {}, undefined, [i]))),
-  start(here('./interceptors.ts'), {}, undefined, ['all']).then((one) => [one]),
+  Promise.all(['0', '1', '2'].map((i) => start(here('./interceptors.ts'), { args: [i] }))),
+  start(here('./interceptors.ts'), { args: ['all'] }).then((one) => [one]),
 ]);
 
 /**
@@ -82,11 +103,10 @@ async function startGateway(variant: Variant): Promise<{ url: string; peers: Ser
     path,
     `backends:\n  - {id: bench, url: "${backend.url}", resilience: {maxConcurrent: 256}}\n${services}${chain}registry: {prefix: ${prefix}-${variant}}\naudit: {queue: ${prefix}-audit}\n`,
   );
-  const gateway = await start(
-    here('../src/main.ts'),
-    { FLEET_CONFIG: path, AUDIT_JOURNAL: join(dir, `${variant}.ndjson`) },
-    dir,
-  );
+  const gateway = await start(here('../dist/main.js'), {
+    env: { FLEET_CONFIG: path, AUDIT_JOURNAL: join(dir, `${variant}.ndjson`) },
+    cwd: dir,
+  });
   return { url: `${gateway.url}/mcp`, peers: [backend, ...interceptors, gateway] };
 }
 
