@@ -21,7 +21,6 @@
  *
  *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -192,11 +191,6 @@ async function openPath({ url, peers }: { url: string; peers: ServiceProcess[] }
       c32.push(value.perSecond);
       for (const [k, v] of used) cpu.set(k, [...(cpu.get(k) ?? []), v / value.count]);
     },
-    /** CPU ms per call of `peer` during one run at full concurrency. */
-    async cpuPerCallOf(peer: ServiceProcess): Promise<number> {
-      const { value, cpu: used } = await cpuDuring([peer], () => rate(many));
-      return (used.get(`${peer.service}#${peer.pid}`) ?? 0) / value.count;
-    },
     async close() {
       await Promise.all([one, ...many].map((c) => c.close()));
       return {
@@ -208,29 +202,6 @@ async function openPath({ url, peers }: { url: string; peers: ServiceProcess[] }
       };
     },
   };
-}
-
-/**
- * What a busy second core costs this one: the backend's CPU per direct call with the other
- * core idle, then with a process spinning on it (interleaved, medians). On a VM whose two
- * vCPUs share a physical core, or a contended host, every process slows down once both are
- * busy, which bounds what the gateway rows (both cores busy) can reach next to the direct one.
- */
-async function busyNeighbourCost(direct: Awaited<ReturnType<typeof openPath>>) {
-  const idle: number[] = [];
-  const busy: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    idle.push(await direct.cpuPerCallOf(backend));
-    const spinner = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      busy.push(await direct.cpuPerCallOf(backend));
-    } finally {
-      spinner.kill('SIGKILL');
-    }
-  }
-  const [i, b] = [median(idle), median(busy)];
-  return { idle: i, busy: b, ratio: b / i };
 }
 
 try {
@@ -252,7 +223,6 @@ try {
     process.stderr.write(`round ${r + 1}/${ROUNDS}\n`);
     for (const [, path] of paths) await path.round();
   }
-  const neighbour = await busyNeighbourCost(paths[0][1]);
   const rows: Array<readonly [string, Awaited<ReturnType<(typeof paths)[number][1]['close']>>]> =
     [];
   for (const [name, path] of paths) rows.push([name, await path.close()]);
@@ -278,9 +248,6 @@ try {
       .join(', ');
     console.log(`${name.padEnd(32)} total ${total.toFixed(3)}: ${parts}`);
   }
-  console.log(
-    `\nthis machine: the backend spends ${neighbour.idle.toFixed(3)} ms of CPU per direct call with the other core idle, ${neighbour.busy.toFixed(3)} ms with a spinning process on it (x${neighbour.ratio.toFixed(2)}); paths that keep both cores busy (every gateway row) run every process that much slower, so two busy cores do ~${(2 / neighbour.ratio).toFixed(2)}x the work of one`,
-  );
   console.log(
     '\ntargets with 3 remote interceptors: added median <= 1.5 ms, p99 <= 5 ms, >= 1,500 calls/s',
   );
