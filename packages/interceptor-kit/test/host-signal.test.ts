@@ -2,6 +2,7 @@
  * The handler's `ctx.signal`: made on first use, aborted when the invocation times out or
  * its caller gives up, whether the handler asked for it before or after that happened.
  */
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { allow, createInterceptorHost, defineValidator } from '../src/index.ts';
 
@@ -74,5 +75,27 @@ describe('the handler signal', () => {
     await expect(pending).resolves.toMatchObject({ valid: true });
     expect(signal?.reason).toMatchObject({ message: 'gone' });
     await expect(host.invoke(call('plain'))).resolves.toMatchObject({ valid: true });
+  });
+
+  it("stops listening to a long-lived caller's signal once the invocation is over", async () => {
+    let seen: AbortSignal | undefined;
+    const host = createInterceptorHost([
+      defineValidator({
+        name: 'reader',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: (_payload, ctx) => {
+          seen = ctx.signal;
+          return allow();
+        },
+      }),
+    ]);
+    const caller = new AbortController();
+    for (let i = 0; i < 3; i++)
+      await expect(host.invoke(call('reader'), { signal: caller.signal })).resolves.toMatchObject({
+        valid: true,
+      });
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+    caller.abort(new Error('later'));
+    expect(seen?.aborted).toBe(false);
   });
 });
