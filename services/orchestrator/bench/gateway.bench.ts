@@ -2,10 +2,12 @@
  * `tools/call` of a trivial echo tool, measured in one run on loopback:
  *   1. direct to the backend,
  *   2. through the gateway with no interceptors,
- *   3. through the gateway with three remote interceptors (request validator, request and
+ *   3. the floor of the next row's topology: the same processes and HTTP exchanges through a
+ *      relay with no logic (bench/floor.ts), i.e. what the hops alone cost on this machine,
+ *   4. through the gateway with three remote interceptors (request validator, request and
  *      response mutator, audit-mode observer),
- *   4. the same with `chain.speculativeMutators` (request mutators start with the validators),
- *   5. and with the three interceptors hosted by one service (speculative too): what shares
+ *   5. the same with `chain.speculativeMutators` (request mutators start with the validators),
+ *   6. and with the three interceptors hosted by one service (speculative too): what shares
  *      a phase then travels as one batch, one hop.
  * Every path uses the same lean MCP client (bench/lean-client.ts: a session opened with
  * `initialize`, then plain JSON POSTs on a keep-alive connection), so differences are what
@@ -78,6 +80,19 @@ interface StartOptions {
 const prefix = `bench-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
 const backend = await start(here('./backend.ts'), { build: 'source' });
+/** The floor: the chain's processes and exchanges with no logic (bench/floor.ts). */
+async function startFloor(): Promise<{ url: string; peers: ServiceProcess[] }> {
+  const services = await Promise.all(
+    ['validator', 'mutator', 'observer'].map((name) =>
+      start(here('./floor.ts'), { args: ['service', name] }),
+    ),
+  );
+  const relay = await start(here('./floor.ts'), {
+    args: ['relay'],
+    env: { BACKEND_URL: backend.url, SERVICE_URLS: services.map((s) => s.url).join(',') },
+  });
+  return { url: relay.url, peers: [backend, ...services, relay] };
+}
 const [separate, cohosted] = await Promise.all([
   Promise.all(['0', '1', '2'].map((i) => start(here('./interceptors.ts'), { args: [i] }))),
   start(here('./interceptors.ts'), { args: ['all'] }).then((one) => [one]),
@@ -214,6 +229,7 @@ try {
   const paths = [
     ['direct to the backend', await openPath({ url: backend.url, peers: [backend] })],
     ['gateway, no interceptors', await openPath(gateways.plain)],
+    ['floor: same hops, no logic', await openPath(await startFloor())],
     ['gateway, 3 remote interceptors', await openPath(gateways.chain)],
     ['  + chain.speculativeMutators', await openPath(gateways.speculative)],
     ['  + the 3 in one service', await openPath(gateways.cohosted)],
@@ -252,6 +268,7 @@ try {
     '\ntargets with 3 remote interceptors: added median <= 1.5 ms, p99 <= 5 ms, >= 1,500 calls/s',
   );
   for (const [name, full] of rows.slice(2)) {
+    if (name.startsWith('floor')) continue;
     const added = full.median - direct.median;
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
     console.log(
