@@ -14,28 +14,26 @@ const call = (name: string, timeoutMs?: number) => ({
   ...(timeoutMs === undefined ? {} : { timeoutMs }),
 });
 
+/** A validator hooked on `tools/call` requests, with `handler`. */
+const toolCallValidator = (
+  name: string,
+  handler: Parameters<typeof defineValidator>[0]['handler'],
+) => defineValidator({ name, hooks: [{ events: ['tools/call'], phase: 'request' }], handler });
+
 describe('the handler signal', () => {
   it('aborts on timeout, whether read before or after it', async () => {
     const seen: Record<string, AbortSignal> = {};
     let late: AbortSignal | undefined;
     const host = createInterceptorHost([
-      defineValidator({
-        name: 'early',
-        hooks: [{ events: ['tools/call'], phase: 'request' }],
-        handler: async (_payload, ctx) => {
-          seen.early = ctx.signal;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          return allow();
-        },
+      toolCallValidator('early', async (_payload, ctx) => {
+        seen.early = ctx.signal;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return allow();
       }),
-      defineValidator({
-        name: 'late',
-        hooks: [{ events: ['tools/call'], phase: 'request' }],
-        handler: async (_payload, ctx) => {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          late = ctx.signal; // first read after the timeout fired
-          return allow();
-        },
+      toolCallValidator('late', async (_payload, ctx) => {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        late = ctx.signal; // first read after the timeout fired
+        return allow();
       }),
     ]);
     await expect(host.invoke(call('early', 30))).rejects.toMatchObject({
@@ -53,20 +51,15 @@ describe('the handler signal', () => {
   it("follows the caller's signal, and a handler that never reads it works", async () => {
     let signal: AbortSignal | undefined;
     const host = createInterceptorHost([
-      defineValidator({
-        name: 'watcher',
-        hooks: [{ events: ['tools/call'], phase: 'request' }],
-        handler: (_payload, ctx) =>
+      toolCallValidator(
+        'watcher',
+        (_payload, ctx) =>
           new Promise((resolve) => {
             signal = ctx.signal;
             ctx.signal.addEventListener('abort', () => resolve(allow()));
           }),
-      }),
-      defineValidator({
-        name: 'plain',
-        hooks: [{ events: ['tools/call'], phase: 'request' }],
-        handler: () => allow(),
-      }),
+      ),
+      toolCallValidator('plain', () => allow()),
     ]);
     const caller = new AbortController();
     const pending = host.invoke(call('watcher', 5_000), { signal: caller.signal });
@@ -80,13 +73,9 @@ describe('the handler signal', () => {
   it("stops listening to a long-lived caller's signal once the invocation is over", async () => {
     let seen: AbortSignal | undefined;
     const host = createInterceptorHost([
-      defineValidator({
-        name: 'reader',
-        hooks: [{ events: ['tools/call'], phase: 'request' }],
-        handler: (_payload, ctx) => {
-          seen = ctx.signal;
-          return allow();
-        },
+      toolCallValidator('reader', (_payload, ctx) => {
+        seen = ctx.signal;
+        return allow();
       }),
     ]);
     const caller = new AbortController();
