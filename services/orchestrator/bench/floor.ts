@@ -9,38 +9,29 @@
  * `tools/call` it first posts the call's params to the validator, then to the mutator, and
  * after the backend's answer to the mutator again, while the observer gets one post per
  * phase that nothing waits for: the gateway's exchanges without its chain engine, MCP
- * handling, checks, telemetry or audit. What the gateway row adds on top of this row is
+ * handling, checks, telemetry or audit. Both roles are served by the kit's `listen`, with the
+ * server settings the kit's interceptor services use. What the gateway row adds on top of this row is
  * what the gateway itself costs; what this row adds to the direct one is the price of the
  * hops on this machine, which no gateway avoids.
  */
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen, readBody } from '@fleet/interceptor-kit';
 import { Pool } from 'undici';
 
-async function bodyOf(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-async function listen(
-  service: string,
-  handle: Parameters<typeof createServer>[1] & {},
-): Promise<void> {
-  const server = createServer(handle);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  process.stdout.write(`${JSON.stringify({ service, url: `http://127.0.0.1:${port}` })}\n`);
-}
+/** Bodies here are a few hundred bytes; the bound only keeps a stray request honest. */
+const MAX_BODY = 1 << 20;
 
 const ANSWER = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { valid: true } });
 
 async function service(name: string): Promise<void> {
-  await listen(`floor-${name}`, (req, res) => {
-    void bodyOf(req).then(() => {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(ANSWER);
-    });
-  });
+  await listen(
+    (req, res) => {
+      void readBody(req, MAX_BODY).then(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).end(ANSWER),
+        () => res.writeHead(413).end(),
+      );
+    },
+    { service: `floor-${name}` },
+  );
 }
 
 async function relay(): Promise<void> {
@@ -60,45 +51,48 @@ async function relay(): Promise<void> {
     await res.body.text();
   };
   const FORWARDED = ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version'];
-  await listen('floor-relay', (req, res) => {
-    void (async () => {
-      const body = await bodyOf(req);
-      const message = JSON.parse(body) as { method?: string; params?: unknown };
-      const invocation =
-        message.method === 'tools/call'
-          ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'invoke', params: message.params })
-          : undefined;
-      if (invocation) {
-        void post(observer, invocation);
-        await post(validator, invocation);
-        await post(mutator, invocation);
-      }
-      const headers: Record<string, string> = {};
-      for (const name of FORWARDED) {
-        const value = req.headers[name];
-        if (typeof value === 'string') headers[name] = value;
-      }
-      const answer = await backend.request({
-        path: backendUrl.pathname,
-        method: 'POST',
-        headers,
-        body,
+  await listen(
+    (req, res) => {
+      void (async () => {
+        const body = (await readBody(req, MAX_BODY)).toString('utf8');
+        const message = JSON.parse(body) as { method?: string; params?: unknown };
+        const invocation =
+          message.method === 'tools/call'
+            ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'invoke', params: message.params })
+            : undefined;
+        if (invocation) {
+          void post(observer, invocation);
+          await post(validator, invocation);
+          await post(mutator, invocation);
+        }
+        const headers: Record<string, string> = {};
+        for (const name of FORWARDED) {
+          const value = req.headers[name];
+          if (typeof value === 'string') headers[name] = value;
+        }
+        const answer = await backend.request({
+          path: backendUrl.pathname,
+          method: 'POST',
+          headers,
+          body,
+        });
+        const text = await answer.body.text();
+        if (invocation) {
+          void post(observer, invocation);
+          await post(mutator, invocation);
+        }
+        const out: Record<string, string> = {};
+        for (const name of ['content-type', 'mcp-session-id']) {
+          const value = answer.headers[name];
+          if (typeof value === 'string') out[name] = value;
+        }
+        res.writeHead(answer.statusCode, out).end(text);
+      })().catch((error: unknown) => {
+        res.writeHead(502).end(String(error));
       });
-      const text = await answer.body.text();
-      if (invocation) {
-        void post(observer, invocation);
-        await post(mutator, invocation);
-      }
-      const out: Record<string, string> = {};
-      for (const name of ['content-type', 'mcp-session-id']) {
-        const value = answer.headers[name];
-        if (typeof value === 'string') out[name] = value;
-      }
-      res.writeHead(answer.statusCode, out).end(text);
-    })().catch((error: unknown) => {
-      res.writeHead(502).end(String(error));
-    });
-  });
+    },
+    { service: 'floor-relay' },
+  );
 }
 
 const [role, name] = process.argv.slice(2);
