@@ -49,6 +49,8 @@ export {
   NEVER_INTERCEPTED_METHODS,
   patternCovers,
 } from './events.ts';
+export type { SignalSource } from './lazy-abort.ts';
+export { LazyAbortController, signalOf } from './lazy-abort.ts';
 export { isReservedMetaKey, MCP_META_PREFIX, McpMetaKey, withoutReservedMeta } from './meta.ts';
 export type { InterceptorOverrides, ResolvedInterceptor, ServiceOverrides } from './overrides.ts';
 export {

@@ -8,13 +8,17 @@ import {
   formatPath,
   type InterceptorInfo,
   type InterceptorResult,
+  type InvocationContext,
   type InvokeParams,
   InvokeParamsSchema,
   JsonRpcCode,
   ListInterceptorsParamsSchema,
   type ListInterceptorsResult,
   matchesAnyEvent,
+  type Phase,
   ProtocolError,
+  type SignalSource,
+  signalOf,
 } from '@fleet/core';
 import type { HandlerContext, Interceptor, MutationVerdict, ValidationVerdict } from './define.ts';
 
@@ -40,13 +44,74 @@ export interface InterceptorHost {
   readonly interceptors: readonly Interceptor[];
   /** `interceptors/list`. @throws {ProtocolError} -32602 for malformed params. */
   list(params: unknown): ListInterceptorsResult;
-  /** `interceptor/invoke`. @throws {ProtocolError} with the codes of DESIGN.md §2. */
-  invoke(params: unknown, options?: { signal?: AbortSignal }): Promise<InterceptorResult>;
+  /**
+   * `interceptor/invoke`. @throws {ProtocolError} with the codes of DESIGN.md §2. The caller's
+   * `signal` may be lazy (a function that makes it): it is only needed when a handler asks
+   * for its own signal, and on Node 20 each AbortSignal costs a promotion to the old heap.
+   */
+  invoke(params: unknown, options?: { signal?: SignalSource }): Promise<InterceptorResult>;
   /** Every event pattern any hook names, sorted and de-duplicated. */
   supportedEvents(): string[];
 }
 
 const TIMEOUT = Symbol('timeout');
+
+/**
+ * What a handler gets as its context. A class, not a literal with a `get signal()`: on Node
+ * 20 each such literal gets its own hidden class holding that invocation's getter closure,
+ * which keeps the whole invocation (payload included) alive through young-generation GCs.
+ * The handler's signal is made when a handler first asks for it: most never do, and an
+ * AbortController (plus a listener on the caller's signal) per invocation is a real share
+ * of a small interceptor's cost.
+ */
+class InvocationContextImpl implements HandlerContext {
+  readonly event: string;
+  readonly phase: Phase;
+  readonly config: Record<string, unknown>;
+  readonly context: InvocationContext;
+  #source: SignalSource | undefined;
+  #caller: AbortSignal | undefined;
+  #controller: AbortController | undefined;
+  #timedOut = false;
+
+  constructor(params: InvokeParams, source: SignalSource | undefined) {
+    this.event = params.event;
+    this.phase = params.phase;
+    this.config = params.config ?? {};
+    this.context = params.context ?? {};
+    this.#source = source;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      const caller = this.#source === undefined ? undefined : signalOf(this.#source);
+      this.#caller = caller;
+      if (this.#timedOut) controller.abort(new Error('timeout'));
+      else if (caller?.aborted) controller.abort(caller.reason);
+      else caller?.addEventListener('abort', this, { once: true });
+    }
+    return this.#controller.signal;
+  }
+
+  /** The budget ran out: abort the handler's signal (now, or when it is made). */
+  timeOut(): void {
+    this.#timedOut = true;
+    this.#controller?.abort(new Error('timeout'));
+  }
+
+  /** The invocation is over: stop listening to the caller's signal. */
+  release(): void {
+    this.#caller?.removeEventListener('abort', this);
+    this.#caller = undefined;
+  }
+
+  /** The caller's signal aborted (this object is its listener: no closure per invocation). */
+  handleEvent(): void {
+    this.#controller?.abort(this.#caller?.reason);
+  }
+}
 
 function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
@@ -81,16 +146,30 @@ function checkVerdict(
   }
 }
 
+/**
+ * The wire result of a verdict. Built as plain literals on purpose: on Node 20, an object
+ * cloned with a spread that then gains properties (`{ ...base, type }`) is not reclaimed by
+ * young-generation GCs and drags what it references (here the payload) into the old
+ * generation; measured on a kit service, ~2 MB promoted per scavenge and 3-5 ms pauses.
+ */
 function toResult(
   interceptor: Interceptor,
   params: InvokeParams,
   verdict: ValidationVerdict | MutationVerdict,
   durationMs: number,
 ): InterceptorResult {
-  const base = { interceptor: params.name, phase: params.phase, durationMs: round(durationMs) };
+  const interceptorName = params.name;
+  const phase = params.phase;
+  const rounded = round(durationMs);
   if (interceptor.info.type === 'validation') {
     const v = verdict as ValidationVerdict;
-    const result: InterceptorResult = { ...base, type: 'validation', valid: v.valid };
+    const result: InterceptorResult = {
+      interceptor: interceptorName,
+      phase,
+      durationMs: rounded,
+      type: 'validation',
+      valid: v.valid,
+    };
     if (v.severity !== undefined) result.severity = v.severity;
     if (v.messages !== undefined) result.messages = v.messages;
     if (v.suggestions !== undefined) result.suggestions = v.suggestions;
@@ -99,7 +178,9 @@ function toResult(
   }
   const m = verdict as MutationVerdict;
   const result: InterceptorResult = {
-    ...base,
+    interceptor: interceptorName,
+    phase,
+    durationMs: rounded,
     type: 'mutation',
     modified: m.modified,
     payload: m.modified ? m.payload : params.payload,
@@ -155,7 +236,7 @@ export function createInterceptorHost(
       };
     },
 
-    async invoke(raw, { signal } = {}) {
+    async invoke(raw, { signal: source } = {}) {
       const parsed = InvokeParamsSchema.safeParse(raw);
       if (!parsed.success) {
         const name = (raw as { name?: unknown } | null)?.name;
@@ -184,28 +265,8 @@ export function createInterceptorHost(
         });
       }
       const timeoutMs = params.timeoutMs ?? interceptor.info.timeoutMs ?? defaultTimeoutMs;
-      // The handler's signal is made when a handler first asks for it: most never do, and an
-      // AbortController (plus a listener on the caller's signal) per invocation is a real
-      // share of a small interceptor's cost.
-      let controller: AbortController | undefined;
-      let timedOut = false;
-      const onAbort = () => controller?.abort(signal?.reason);
+      const ctx = new InvocationContextImpl(params, source);
       const started = performance.now();
-      const ctx: HandlerContext = {
-        event: params.event,
-        phase: params.phase,
-        config: params.config ?? {},
-        context: params.context ?? {},
-        get signal(): AbortSignal {
-          if (controller === undefined) {
-            controller = new AbortController();
-            if (timedOut) controller.abort(new Error('timeout'));
-            else if (signal?.aborted) controller.abort(signal.reason);
-            else signal?.addEventListener('abort', onAbort, { once: true });
-          }
-          return controller.signal;
-        },
-      };
       let outcome: InvokedEvent['outcome'] = 'error';
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
@@ -217,8 +278,7 @@ export function createInterceptorHost(
         });
         if (verdict === TIMEOUT) {
           outcome = 'timeout';
-          timedOut = true;
-          controller?.abort(new Error('timeout'));
+          ctx.timeOut();
           throw new ProtocolError(JsonRpcCode.INTERNAL_ERROR, 'Interceptor execution timeout', {
             interceptor: params.name,
             reason: 'timeout',
@@ -236,7 +296,7 @@ export function createInterceptorHost(
         throw handlerFailure(params.name, reason);
       } finally {
         if (timer !== undefined) clearTimeout(timer);
-        if (controller !== undefined) signal?.removeEventListener('abort', onAbort);
+        ctx.release();
         report({
           interceptor: params.name,
           event: params.event,

@@ -17,6 +17,8 @@ import {
   HTTP_ERROR_CODES,
   type HttpErrorCode,
   InterceptorMethod,
+  LazyAbortController,
+  type SignalSource,
   toProtocolError,
 } from '@fleet/core';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -206,7 +208,7 @@ export function createInterceptorHttpApp(
   const tracedInvoke = (
     params: unknown,
     headers: IncomingMessage['headers'] | undefined,
-    signal: AbortSignal,
+    signal: SignalSource,
   ): Promise<unknown> => {
     const p = params as
       | { name?: unknown; event?: unknown; phase?: unknown; _meta?: { traceparent?: unknown } }
@@ -319,7 +321,8 @@ export function createInterceptorHttpApp(
         { id },
       );
     }
-    const controller = new AbortController();
+    // Made only if a handler asks for its signal (see LazyAbortController).
+    const controller = new LazyAbortController();
     res.on('close', () => {
       if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
     });
@@ -328,9 +331,9 @@ export function createInterceptorHttpApp(
       if (method === InterceptorMethod.LIST) result = host.list(params);
       else if (method === InterceptorMethod.INVOKE_BATCH)
         result = await runInvokeBatch(params, (invocation) =>
-          tracedInvoke(invocation, undefined, controller.signal),
+          tracedInvoke(invocation, undefined, controller.lazySignal),
         );
-      else result = await tracedInvoke(params, req.headers, controller.signal);
+      else result = await tracedInvoke(params, req.headers, controller.lazySignal);
       if (!res.writableEnded) sendJson(res, 200, { jsonrpc: '2.0', id, result });
     } catch (error) {
       const protocolError = toProtocolError(error);

@@ -29,6 +29,8 @@ export type { Logger } from './logger.ts';
 export { createLogger, silentLogger } from './logger.ts';
 export type { ServerIdentity } from './mcp-server.ts';
 export { createInterceptorMcpServer, interceptorServerCapabilities } from './mcp-server.ts';
+export type { BufferedPost, BufferedResponse } from './post.ts';
+export { ExchangeTimeout, postBuffered, ResponseTooLarge } from './post.ts';
 export type { ReloadingFile, ReloadingFileOptions } from './reloading-file.ts';
 export { createReloadingFile } from './reloading-file.ts';
 export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts';

@@ -24,6 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Pool } from 'undici';
 import { parseInvokeBatchResult } from './batch.ts';
+import { type BufferedResponse, ExchangeTimeout, postBuffered, ResponseTooLarge } from './post.ts';
 import { parseSseEvents } from './sse.ts';
 import { activeTraceIds, outgoingTraceHeaders } from './trace.ts';
 
@@ -41,6 +42,8 @@ export interface RemoteServiceOptions {
   requestTimeoutMs?: number;
   /** Reported in `initialize`. */
   clientInfo?: { name: string; version: string };
+  /** Largest answer accepted from the service, in bytes (default 64 MiB): a bigger one is a transport error. */
+  maxResponseBytes?: number;
 }
 
 /** What the server said in `initialize`. */
@@ -92,6 +95,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
   const url = new URL(options.url);
   const path = `${url.pathname}${url.search}`;
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024;
   const pool = new Pool(url.origin, {
     connections: options.connections ?? 128,
     pipelining: 1,
@@ -111,10 +115,12 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
   let handshake: Promise<Handshake> | undefined;
   let session: { id: string | undefined; version: string } | undefined;
 
+  /** POST under `signal`, or when there is none, under a `timeoutMs` budget (default the service's). */
   const post = async (
     body: Record<string, unknown>,
     extraHeaders: Readonly<Record<string, string>>,
     signal: AbortSignal | undefined,
+    timeoutMs = requestTimeoutMs,
   ): Promise<{
     status: number;
     headers: Record<string, unknown>;
@@ -125,27 +131,30 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       headers['mcp-protocol-version'] = session.version;
       if (session.id) headers['mcp-session-id'] = session.id;
     }
-    let res: Awaited<ReturnType<Pool['request']>>;
+    let res: BufferedResponse;
     try {
-      res = await pool.request({
+      res = await postBuffered(pool, {
         path,
-        method: 'POST',
         headers,
         body: JSON.stringify(body),
-        signal: signal ?? AbortSignal.timeout(requestTimeoutMs),
+        signal,
+        timeoutMs: signal ? undefined : timeoutMs,
+        maxBytes: maxResponseBytes,
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error;
-      throw new FleetError(
-        'TRANSPORT_ERROR',
-        `cannot reach ${options.url}: ${(error as Error).message}`,
-        {
-          data: { url: options.url },
-          cause: error,
-        },
-      );
+      const reason =
+        error instanceof ResponseTooLarge
+          ? `${options.url} answered with more than ${error.limit} bytes`
+          : error instanceof ExchangeTimeout
+            ? `${options.url} timed out after ${error.timeoutMs} ms`
+            : `cannot reach ${options.url}: ${(error as Error).message}`;
+      throw new FleetError('TRANSPORT_ERROR', reason, {
+        data: { url: options.url },
+        cause: error,
+      });
     }
-    const text = await res.body.text();
+    const { text } = res;
     const contentType = String(res.headers['content-type'] ?? '');
     let response: JsonRpcResponse | undefined;
     if (text) {
@@ -158,28 +167,39 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         }
       }
     }
-    return { status: res.statusCode, headers: res.headers, response };
+    return { status: res.status, headers: res.headers, response };
   };
 
+  /** Under `signal` when given, else under `timeoutMs` (default the service's budget). */
+  interface RequestOptions {
+    signal?: AbortSignal | undefined;
+    timeoutMs?: number;
+    headers?: Readonly<Record<string, string>>;
+  }
   const request = async (
     method: string,
     params: unknown,
-    signal?: AbortSignal,
-    extraHeaders: Readonly<Record<string, string>> = {},
+    { signal, timeoutMs, headers = {} }: RequestOptions = {},
     retried = false,
   ): Promise<unknown> => {
     const id = nextId++;
     const { status, response } = await post(
       { jsonrpc: '2.0', id, method, params },
-      extraHeaders,
+      headers,
       signal,
+      timeoutMs,
     );
     if (status === 404 && session?.id && !retried && method !== 'initialize') {
       // The server forgot our session (restart, expiry): handshake again, once.
       session = undefined;
       handshake = undefined;
       await connect();
-      return request(method, params, signal, extraHeaders, true);
+      return request(
+        method,
+        params,
+        { signal, ...(timeoutMs ? { timeoutMs } : {}), headers },
+        true,
+      );
     }
     if (status === 401 || status === 403) {
       throw new FleetError(
@@ -220,7 +240,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo },
       },
       {},
-      AbortSignal.timeout(requestTimeoutMs),
+      undefined,
     );
     if (status === 401 || status === 403) {
       throw new FleetError(
@@ -261,11 +281,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       id: typeof sessionHeader === 'string' ? sessionHeader : undefined,
       version: result.protocolVersion,
     };
-    await post(
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      {},
-      AbortSignal.timeout(requestTimeoutMs),
-    );
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, {}, undefined);
     const capabilities = result.capabilities ?? {};
     const declared = (key: string) => {
       const group = capabilities[key];
@@ -313,25 +329,20 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       });
       const only = live[0];
       if (live.length === 1 && only) {
-        request(InterceptorMethod.INVOKE, only.body, only.signal, only.trace).then(
-          only.resolve,
-          only.reject,
-        );
+        request(InterceptorMethod.INVOKE, only.body, {
+          signal: only.signal,
+          headers: only.trace,
+        }).then(only.resolve, only.reject);
         return;
       }
       if (live.length === 0) return;
       const budgetMs = Math.max(...live.map((p) => p.body.timeoutMs ?? requestTimeoutMs));
-      // A plain controller and timer: AbortSignal.timeout costs much more on Node 20.
-      const expiry = new AbortController();
-      const timer = setTimeout(
-        () => expiry.abort(new FleetError('TRANSPORT_ERROR', `${options.url} timed out`)),
-        budgetMs,
-      );
       try {
+        // A batch is bounded by its longest budget; a plain timer, not a per-batch signal.
         const raw = await request(
           InterceptorMethod.INVOKE_BATCH,
           { invocations: live.map((p) => p.body) },
-          expiry.signal,
+          { timeoutMs: budgetMs },
         );
         const answers = parseInvokeBatchResult(raw, live.length, options.url);
         live.forEach((p, i) => {
@@ -341,8 +352,6 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         });
       } catch (error) {
         for (const p of live) p.reject(error);
-      } finally {
-        clearTimeout(timer);
       }
     };
     return {
@@ -396,7 +405,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       if (trace.traceparent) body._meta = { ...params._meta, traceparent: trace.traceparent };
       if (batchable && invokeBatchLimit > 1)
         return batcher.add(body, signal, trace, invokeBatchLimit);
-      return request(InterceptorMethod.INVOKE, body, signal, trace);
+      return request(InterceptorMethod.INVOKE, body, { signal, headers: trace });
     },
 
     async close() {
