@@ -14,6 +14,7 @@ import {
   type InvokeOptions,
   type InvokeParams,
   type Invoker,
+  merged,
   ProtocolError,
   parseListResult,
   type RejectedDescriptor,
@@ -126,7 +127,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
     headers: Record<string, unknown>;
     response: JsonRpcResponse | undefined;
   }> => {
-    const headers = { ...baseHeaders, ...extraHeaders };
+    const headers: Record<string, string> = merged(baseHeaders, extraHeaders);
     if (session) {
       headers['mcp-protocol-version'] = session.version;
       if (session.id) headers['mcp-session-id'] = session.id;
@@ -401,8 +402,8 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         context = { timestamp: new Date().toISOString(), ...context, ...ids };
       }
       const trace = traceHeaders?.traceparent ? traceHeaders : outgoingTraceHeaders(context);
-      const body: InvokeParams = { ...params, context };
-      if (trace.traceparent) body._meta = { ...params._meta, traceparent: trace.traceparent };
+      const body: InvokeParams = merged(params, { context });
+      if (trace.traceparent) body._meta = merged(params._meta, { traceparent: trace.traceparent });
       if (batchable && invokeBatchLimit > 1)
         return batcher.add(body, signal, trace, invokeBatchLimit);
       return request(InterceptorMethod.INVOKE, body, { signal, headers: trace });

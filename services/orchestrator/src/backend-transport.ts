@@ -16,6 +16,7 @@
  * client keeps the handshake, notifications and server-to-client requests.
  */
 import { StringDecoder } from 'node:string_decoder';
+import { merged } from '@fleet/core';
 import { SseParser } from '@fleet/interceptor-kit';
 import type {
   Transport,
@@ -142,7 +143,7 @@ export class HttpBackendTransport implements Transport {
     extra?: Readonly<Record<string, string>>,
     trace: Context = context.active(),
   ): Record<string, string> {
-    const headers: Record<string, string> = { ...this.#headers, ...extra };
+    const headers: Record<string, string> = merged(this.#headers, extra ?? {});
     if (this.sessionId !== undefined) headers['mcp-session-id'] = this.sessionId;
     if (this.#protocolVersion !== undefined)
       headers['mcp-protocol-version'] = this.#protocolVersion;
@@ -173,7 +174,9 @@ export class HttpBackendTransport implements Transport {
     const { signal, onprogress, timeoutMs } = options;
     let sent = params;
     if (onprogress)
-      sent = { ...params, _meta: { ...(params?._meta as object | undefined), progressToken: id } };
+      sent = merged(params, {
+        _meta: merged(params?._meta as object | undefined, { progressToken: id }),
+      });
     const message = {
       jsonrpc: '2.0',
       id,
@@ -277,7 +280,7 @@ export class HttpBackendTransport implements Transport {
   ): Promise<void> {
     if (this.#closed) throw new Error('transport closed');
     const headers = this.#requestHeaders(
-      extra === undefined ? POST_HEADERS : { ...extra, ...POST_HEADERS },
+      extra === undefined ? POST_HEADERS : merged(extra, POST_HEADERS),
       trace,
     );
     const response = await request(this.#url, {

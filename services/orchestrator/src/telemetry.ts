@@ -2,7 +2,7 @@
  * The gateway's tracer and instruments, on `@opentelemetry/api` only (the service's main
  * wires the SDK). Every recording is wrapped so telemetry never breaks a request.
  */
-import type { ChainResult, InvocationOutcome, Invoker } from '@fleet/core';
+import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
 import {
   type Context,
   type Counter,
@@ -115,7 +115,7 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
       try {
         const result = (await invoker.invoke(
           params,
-          traceHeaders.traceparent ? { ...options, traceHeaders } : options,
+          traceHeaders.traceparent ? merged(options, { traceHeaders }) : options,
         )) as { valid?: unknown; modified?: unknown; severity?: unknown } | undefined;
         if (span.isRecording())
           guard(() => {
