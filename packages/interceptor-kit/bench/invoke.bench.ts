@@ -2,7 +2,10 @@
  * Cost of a remote `interceptor/invoke` round trip on loopback, beside a plain HTTP POST
  * measured in the same run against the same peer process:
  *   pnpm bench   (in packages/interceptor-kit)
- * Prints median and p99 latency (sequential calls) and calls/s at 1 and 32 concurrent callers.
+ * Prints median and p99 latency (sequential calls) and calls/s at 1 and 32 concurrent callers,
+ * then the caller's CPU per exchange of undici's `Pool.request` (body read with `.text()`)
+ * against the kit's `postBuffered` (dispatch API, no body stream), in interleaved rounds
+ * against the same peer: what every interceptor invocation the gateway sends pays.
  */
 import { spawn } from 'node:child_process';
 import { once, setMaxListeners } from 'node:events';
@@ -12,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Pool } from 'undici';
 import { z } from 'zod';
-import { createRemoteService } from '../src/index.ts';
+import { createRemoteService, postBuffered } from '../src/index.ts';
 
 // The stock SDK client adds an abort listener per request to one long-lived signal (an SDK
 // issue, not ours); raise the default limit so its warning does not drown the table.
@@ -127,6 +130,69 @@ const kit = rows[1] as Row;
 console.log(
   `\ntargets: remote invoke median <= 250 µs: ${kit.median <= 250 ? 'met' : 'MISSED'} (${kit.median.toFixed(0)} µs); >= 10,000 invocations/s at 32 callers: ${kit.c32 >= 10_000 ? 'met' : 'MISSED'} (${kit.c32.toFixed(0)}/s)`,
 );
+
+// Caller CPU per exchange: Pool.request + body.text() vs postBuffered, same peer, same body.
+const exchangeHeaders = { 'content-type': 'application/json' };
+const viaRequest: Call = async () => {
+  const res = await plainPool.request({
+    path: '/',
+    method: 'POST',
+    headers: exchangeHeaders,
+    body: plainBody(),
+    signal: new AbortController().signal,
+  });
+  return JSON.parse(await res.body.text());
+};
+const viaPostBuffered: Call = async () => {
+  const res = await postBuffered(plainPool, {
+    path: '/',
+    headers: exchangeHeaders,
+    body: plainBody(),
+    signal: new AbortController().signal,
+  });
+  return JSON.parse(res.text);
+};
+const EXCHANGES = quick ? 2000 : 10_000;
+const ROUNDS = quick ? 2 : 5;
+async function cpuPerExchange(call: Call, concurrency: number): Promise<number> {
+  let issued = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (issued++ < EXCHANGES) await call();
+    }),
+  );
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / EXCHANGES;
+}
+const cpu: Record<string, number[]> = {};
+for (const call of [viaRequest, viaPostBuffered]) await cpuPerExchange(call, 32); // warm-up
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, call] of [
+    ['request', viaRequest],
+    ['postBuffered', viaPostBuffered],
+  ] as const) {
+    for (const concurrency of [1, 32]) {
+      const key = `${name}@${concurrency}`;
+      cpu[key] = [...(cpu[key] ?? []), await cpuPerExchange(call, concurrency)];
+    }
+  }
+}
+const med = (key: string) => {
+  const values = [...(cpu[key] ?? [])].sort((a, b) => a - b);
+  return values[Math.floor(values.length / 2)] ?? 0;
+};
+console.log(
+  `\ncaller CPU per exchange (µs, median of ${ROUNDS} interleaved rounds of ${EXCHANGES} exchanges)`,
+);
+console.log(
+  `${pad('client', 32)} ${'1 caller'.padStart(9)} ${'32 callers'.padStart(11)} ${'x request@32'.padStart(13)}`,
+);
+for (const name of ['request', 'postBuffered']) {
+  console.log(
+    `${pad(name === 'request' ? 'Pool.request + body.text()' : 'postBuffered (kit)', 32)} ${num(med(`${name}@1`), 1)} ${num(med(`${name}@32`), 1).padStart(11)} ${(med(`${name}@32`) / med('request@32')).toFixed(2).padStart(13)}`,
+  );
+}
 
 await sdk.close();
 await remote.close();
