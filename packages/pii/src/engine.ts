@@ -304,7 +304,14 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
     guard(method, params, options = {}) {
       const tool = toolOf('request', method, params, options);
       const blocked = policyFor(tool).blockTypes;
-      const { findings } = engine.scanMcp('request', method, params, { ...options, tool });
+      // Not `{ ...options, tool }`: see `merged` in @fleet/core (a spread clone that gains a
+      // key is tenured on Node 20).
+      const { findings } = engine.scanMcp(
+        'request',
+        method,
+        params,
+        Object.assign({}, options, { tool }),
+      );
       const violations = findings
         .filter((f) => blocked.has(f.type))
         .map(({ path, type }) => ({ path, type }));

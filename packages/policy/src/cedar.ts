@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import type { Principal } from '@fleet/core';
+import { merged, type Principal } from '@fleet/core';
 import { defaultDecisionOf, denyMessage } from './internal.ts';
 import { invalidIdReason } from './schema.ts';
 import type {
@@ -424,7 +424,7 @@ const SATISFIED_PERMIT = 'permit(principal, action, resource);';
  */
 export function cedarCouldEverAllow(program: CedarProgram, query: CallQuery): boolean {
   const probe = requestOf(program, query, NO_ARGUMENTS, 'request');
-  const answer = cedar.statefulIsAuthorized({ ...probe, preparsedPolicySetId: program.setId });
+  const answer = cedar.statefulIsAuthorized(merged(probe, { preparsedPolicySetId: program.setId }));
   if (answer.type === 'failure') return true;
   const decision = decide(program, answer.response);
   if (decision.allowed) return true;
