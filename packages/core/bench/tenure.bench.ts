@@ -14,7 +14,7 @@
  * Prints, per pattern, the median over interleaved rounds of: scavenge pause time and
  * mark-compacts per 100,000 iterations, and the pause time as a multiple of the literal's.
  */
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { LazyAbortController, merged } from '../src/index.ts';
 
 const quick = process.argv.includes('--quick');
