@@ -15,7 +15,14 @@
  * mark-compacts per 100,000 iterations, and the pause time as a multiple of the literal's.
  */
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { LazyAbortController, merged } from '../src/index.ts';
+
+// A full GC before each run, so that one pattern's tenured garbage is not collected (and
+// counted) during the next one's run.
+setFlagsFromString('--expose-gc');
+const fullGc = runInNewContext('gc') as () => void;
 
 const quick = process.argv.includes('--quick');
 const ITERATIONS = quick ? 50_000 : 200_000;
@@ -86,6 +93,7 @@ observer.observe({ entryTypes: ['gc'] });
 const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 async function run(build: (i: number) => unknown): Promise<{ scavengeMs: number; majors: number }> {
+  fullGc();
   await settle();
   gcs.length = 0;
   let sink = 0;
