@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
 
 describe('local fleet start-up checks', () => {
@@ -46,5 +47,25 @@ describe('local fleet start-up checks', () => {
       fetch,
     });
     expect(code).toBe(2);
+  });
+});
+
+describe('local fleet processes', () => {
+  it('starts the request-path services with the memory reducer off, the others with defaults', () => {
+    const flagged = FLEET_SERVICES.filter((service) =>
+      nodeArgs(service).includes('--no-memory-reducer'),
+    );
+    expect([...flagged].sort()).toEqual(
+      ['audit-logger', 'orchestrator', 'pii-redactor', 'policy-validator'].sort(),
+    );
+    for (const service of FLEET_SERVICES) {
+      const args = nodeArgs(service);
+      // Node flags come before the script (or tsx's loader), never after it.
+      const script = args.findIndex((a) => /\.(ts|js)$/.test(a));
+      expect(script, service).toBe(args.length - 1);
+      expect(args.slice(0, script).every((a) => a.startsWith('-') || a.startsWith('file:'))).toBe(
+        true,
+      );
+    }
   });
 });

@@ -103,10 +103,11 @@ describe('deploy/docker/Dockerfile', () => {
       );
       expect(target.user).toBe('10001:10001');
       expect(target.workdir).toBe('/app');
-      expect(target.entrypoint).toEqual([
-        'node',
-        name === 'audit-worker' ? 'dist/worker.js' : 'dist/main.js',
-      ]);
+      expect(target.entrypoint).toEqual(
+        name === 'audit-worker'
+          ? ['node', 'dist/worker.js']
+          : ['node', '--no-memory-reducer', 'dist/main.js'],
+      );
     }
   });
 
