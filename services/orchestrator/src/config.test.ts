@@ -9,7 +9,7 @@ describe('orchestrator config', () => {
     expect(config.chain).toEqual({
       timeoutMs: 2000,
       denyAs: 'error',
-      auditBatchMs: 5,
+      auditBatchMs: 50,
       coalesceInvocations: true,
       speculativeMutators: false,
     });

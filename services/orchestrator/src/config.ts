@@ -87,7 +87,7 @@ export const OrchestratorConfigSchema = z
          * Audit-mode invocations start in batches at most this many ms after their call
          * (0: each at once). They never delay a call; batching wakes observers less often.
          */
-        auditBatchMs: z.number().int().min(0).max(1000).default(5),
+        auditBatchMs: z.number().int().min(0).max(1000).default(50),
         /**
          * Invocations of concurrent calls that reach one interceptor service in the same
          * event-loop turn travel as one `fleet/interceptor/invokeBatch` (to services that
