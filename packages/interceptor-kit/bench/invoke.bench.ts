@@ -59,14 +59,19 @@ async function latency(call: Call): Promise<{ median: number; p99: number }> {
   };
 }
 
-async function throughput(call: Call, concurrency: number): Promise<number> {
+/** Make `total` calls from `concurrency` callers at once. */
+async function drive(call: Call, concurrency: number, total: number): Promise<void> {
   let issued = 0;
-  const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (issued++ < THROUGHPUT_CALLS) await call();
+      while (issued++ < total) await call();
     }),
   );
+}
+
+async function throughput(call: Call, concurrency: number): Promise<number> {
+  const started = performance.now();
+  await drive(call, concurrency, THROUGHPUT_CALLS);
   return THROUGHPUT_CALLS / ((performance.now() - started) / 1000);
 }
 
@@ -155,13 +160,8 @@ const viaPostBuffered: Call = async () => {
 const EXCHANGES = quick ? 2000 : 10_000;
 const ROUNDS = quick ? 2 : 5;
 async function cpuPerExchange(call: Call, concurrency: number): Promise<number> {
-  let issued = 0;
   const before = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (issued++ < EXCHANGES) await call();
-    }),
-  );
+  await drive(call, concurrency, EXCHANGES);
   const used = process.cpuUsage(before);
   return (used.user + used.system) / EXCHANGES;
 }

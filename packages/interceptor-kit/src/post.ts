@@ -80,8 +80,10 @@ export function postBuffered(
       else reject(error);
     };
     // Before the request has a connection there is no controller to abort: settle now, and
-    // abort it as soon as it gets one (onRequestStart).
+    // abort it with the same reason as soon as it gets one (onRequestStart).
+    let gaveUp: unknown;
     function giveUp(reason: unknown) {
+      gaveUp = reason;
       settle(reason);
       controller?.abort(reason as Error);
     }
@@ -95,7 +97,7 @@ export function postBuffered(
       onRequestStart(c) {
         controller = c;
         // Given up on while it waited for a connection.
-        if (settled) c.abort((signal?.reason ?? new ExchangeTimeout(timeoutMs ?? 0)) as Error);
+        if (settled) c.abort(gaveUp as Error);
       },
       onResponseStart(_c, statusCode, h) {
         status = statusCode;

@@ -195,12 +195,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       session = undefined;
       handshake = undefined;
       await connect();
-      return request(
-        method,
-        params,
-        { signal, ...(timeoutMs ? { timeoutMs } : {}), headers },
-        true,
-      );
+      return request(method, params, { signal, timeoutMs, headers }, true);
     }
     if (status === 401 || status === 403) {
       throw new FleetError(

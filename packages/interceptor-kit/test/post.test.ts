@@ -53,6 +53,21 @@ const post = (
   ...extra,
 });
 
+/**
+ * A one-connection pool whose connection is held by a first request (answered 'done' on
+ * `release()`; later requests get 'ok'), so the next request waits in the queue.
+ */
+async function occupied() {
+  let release: (() => void) | undefined;
+  const { pool, seen } = await server((_req, res) => {
+    if (release) res.end('ok');
+    else release = () => res.end('done');
+  });
+  const first = postBuffered(pool, post('first'));
+  await expect.poll(() => seen).toEqual(['first']);
+  return { pool, seen, first, release: () => release?.() };
+}
+
 describe('postBuffered', () => {
   it('resolves with the status, lower-case headers and the whole body sent in chunks', async () => {
     const { pool, seen } = await server((req, res) => {
@@ -83,18 +98,12 @@ describe('postBuffered', () => {
   });
 
   it('rejects at once when aborted while queued for a connection, and never sends it', async () => {
-    let release: (() => void) | undefined;
-    const { pool, seen } = await server((_req, res) => {
-      if (release) res.end('ok');
-      else release = () => res.end('done');
-    });
-    const first = postBuffered(pool, post('first'));
-    await expect.poll(() => seen).toEqual(['first']);
+    const { pool, seen, first, release } = await occupied();
     const controller = new AbortController();
     const queued = postBuffered(pool, post('queued', { signal: controller.signal }));
     controller.abort(new Error('not any more'));
     await expect(queued).rejects.toThrow('not any more');
-    release?.();
+    release();
     expect((await first).text).toBe('done');
     // The one connection is free again and the aborted request was never written to it.
     expect((await postBuffered(pool, post('after'))).status).toBe(200);
@@ -134,17 +143,11 @@ describe('postBuffered', () => {
   });
 
   it('times out a request still queued for a connection without ever sending it', async () => {
-    let release: (() => void) | undefined;
-    const { pool, seen } = await server((_req, res) => {
-      if (release) res.end('ok');
-      else release = () => res.end('done');
-    });
-    const first = postBuffered(pool, post('first'));
-    await expect.poll(() => seen).toEqual(['first']);
+    const { pool, seen, first, release } = await occupied();
     await expect(postBuffered(pool, post('queued', { timeoutMs: 50 }))).rejects.toBeInstanceOf(
       ExchangeTimeout,
     );
-    release?.();
+    release();
     await first;
     expect((await postBuffered(pool, post('after'))).text).toBe('ok');
     expect(seen).toEqual(['first', 'after']);

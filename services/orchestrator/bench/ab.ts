@@ -20,13 +20,14 @@
  * `pnpm --filter @fleet/orchestrator... run build` there.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { type LeanClient, leanClient } from './lean-client.ts';
+import { cpuMs, quantile } from './measure.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -68,17 +69,6 @@ async function start(command: { command: string; args: string[] }, env: Record<s
   });
   started.push(service);
   return service;
-}
-
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
-}
-
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor(sorted.length * q)] ?? 0;
 }
 
 interface Side {

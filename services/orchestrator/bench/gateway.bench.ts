@@ -33,13 +33,14 @@
  *   pnpm bench            (in services/orchestrator; `-- --quick` for a short run)
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
+import { cpuMs, median, quantile } from './measure.ts';
 
 const quick = process.argv.includes('--quick');
 // Steady state is what a long-running gateway serves: every path first gets this much
@@ -145,13 +146,6 @@ async function startGateway(variant: Variant): Promise<{ url: string; peers: Ser
   return { url: `${gateway.url}/mcp`, peers: [backend, ...interceptors, gateway] };
 }
 
-/** CPU milliseconds (user + system) a process has used so far. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
-}
-
 /** CPU per process of `peers` (and this load generator) over `run`. */
 async function cpuDuring<T>(
   peers: readonly ServiceProcess[],
@@ -166,17 +160,6 @@ async function cpuDuring<T>(
     cpu.set(`${p.service}#${p.pid}`, cpuMs(p.pid) - (before[i] ?? 0));
   cpu.set('load generator', (selfUsed.user + selfUsed.system) / 1000);
   return { value, cpu };
-}
-
-/** Median of a non-empty list. */
-function median(values: readonly number[]): number {
-  return quantile(values, 0.5);
-}
-
-/** The value at quantile `q` (0..1) of a non-empty list. */
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length * q)] ?? 0;
 }
 
 /**
