@@ -3,7 +3,7 @@
  * (HTTP status, the API's `details`) kept apart from the message.
  */
 
-/** Exit code of each error code: 2 for usage errors, 1 for everything else. */
+/** Exit code of each error code: 2 for usage errors, 130 for an interrupted start, 1 for everything else. */
 export const CLI_ERROR_CODES = {
   /** A malformed argument or option. */
   USAGE: 2,
@@ -25,6 +25,8 @@ export const CLI_ERROR_CODES = {
   UNEXPECTED_RESPONSE: 1,
   /** Something the local fleet needs (Redis, a built service) is missing or did not start. */
   FLEET_UNAVAILABLE: 1,
+  /** A signal (Ctrl-C) arrived while the local fleet was starting; what had started is stopped. */
+  INTERRUPTED: 130,
 } as const;
 
 /** A {@link CliError} code. */

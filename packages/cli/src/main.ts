@@ -13,8 +13,20 @@ process.exitCode = await runProgram(process.argv.slice(2), {
   fetch: globalThis.fetch,
   untilInterrupted: () =>
     new Promise((resolve) => {
-      process.once('SIGINT', () => resolve('SIGINT'));
-      process.once('SIGTERM', () => resolve('SIGTERM'));
+      let first: string | undefined;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (first === undefined) {
+          first = signal;
+          resolve(signal);
+          return;
+        }
+        // Asked again while stopping: stop waiting. The exit handlers still run (the local
+        // fleet sends SIGTERM to every service still running from one), so nothing is left.
+        process.stderr.write(`\n${signal} again: exiting without waiting for the services\n`);
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
     }),
 });
 // Children and sockets may linger after a command such as `fleet demo`; the exit code is final.

@@ -13,9 +13,11 @@
  *
  *   tsx bench/ab.ts --a <other build>/services/orchestrator/dist/main.js [--rounds 8]
  *   tsx bench/ab.ts --chain-b '{auditBatchMs: 50}'        (one build, two configurations)
+ *   tsx bench/ab.ts --node-b=--min-semi-space-size=16    (one build, two sets of node flags)
  *
  * B is always this tree's build (`pnpm build` first); A defaults to it too. `--chain-a` /
- * `--chain-b` set each side's `chain:` config block (YAML flow mapping). For an older build,
+ * `--chain-b` set each side's `chain:` config block (YAML flow mapping); `--node-a` / `--node-b`
+ * add node flags (space-separated) to each side's gateway, after the images' own. For an older build,
  * `git worktree add /tmp/old <commit>`, then `pnpm install --offline` and
  * `pnpm --filter @fleet/orchestrator... run build` there.
  */
@@ -34,6 +36,8 @@ const { values: args } = parseArgs({
     a: { type: 'string' },
     'chain-a': { type: 'string' },
     'chain-b': { type: 'string' },
+    'node-a': { type: 'string' },
+    'node-b': { type: 'string' },
     rounds: { type: 'string', default: '8' },
     calls: { type: 'string', default: '800' },
   },
@@ -52,10 +56,11 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const started: ServiceProcess[] = [];
 /** The fleet's processes run with the images' flags; the backend with Node's defaults. */
-const fleetCommand = (script: string, rest: string[] = []) => ({
+const fleetCommand = (script: string, rest: string[] = [], flags: string[] = []) => ({
   command: process.execPath,
   args: [
     '--no-memory-reducer',
+    ...flags,
     ...(script.endsWith('.js') ? [] : ['--import', 'tsx']),
     script,
     ...rest,
@@ -95,7 +100,12 @@ try {
   const shared = [backend, ...services];
   const sharedCpu = () => shared.reduce((sum, p) => sum + cpuMs(p.pid), 0);
 
-  const openSide = async (name: 'A' | 'B', main: string, chain: string | undefined) => {
+  const openSide = async (
+    name: 'A' | 'B',
+    main: string,
+    chain: string | undefined,
+    flags: string | undefined,
+  ) => {
     const config = join(dir, `${name}.yaml`);
     writeFileSync(
       config,
@@ -104,7 +114,7 @@ try {
         (chain ? `chain: ${chain}\n` : '') +
         `registry: {prefix: ${prefix}-${name}}\naudit: {queue: ${prefix}-audit-${name}}\n`,
     );
-    const gateway = await start(fleetCommand(main), {
+    const gateway = await start(fleetCommand(main, [], flags?.split(/\s+/).filter(Boolean)), {
       FLEET_CONFIG: config,
       AUDIT_JOURNAL: join(dir, `${name}.ndjson`),
     });
@@ -132,8 +142,8 @@ try {
   };
   const ours = here('../dist/main.js');
   const sides = [
-    await openSide('A', args.a ?? ours, args['chain-a']),
-    await openSide('B', ours, args['chain-b']),
+    await openSide('A', args.a ?? ours, args['chain-a'], args['node-a']),
+    await openSide('B', ours, args['chain-b'], args['node-b']),
   ] as const;
 
   const measure = async (side: Side) => {
@@ -191,7 +201,7 @@ try {
   const a = figures(sides[0]);
   const b = figures(sides[1]);
   console.log(
-    `\nA: ${args.a ?? 'this build'}${args['chain-a'] ? ` chain ${args['chain-a']}` : ''}\nB: this build${args['chain-b'] ? ` chain ${args['chain-b']}` : ''}\n${ROUNDS} interleaved rounds, node ${process.version}; CPU is ms per call (gateway / every process the call reaches)\n`,
+    `\nA: ${args.a ?? 'this build'}${args['chain-a'] ? ` chain ${args['chain-a']}` : ''}${args['node-a'] ? ` node ${args['node-a']}` : ''}\nB: this build${args['chain-b'] ? ` chain ${args['chain-b']}` : ''}${args['node-b'] ? ` node ${args['node-b']}` : ''}\n${ROUNDS} interleaved rounds, node ${process.version}; CPU is ms per call (gateway / every process the call reaches)\n`,
   );
   const rows: Array<[string, keyof typeof a, number]> = [
     ['median ms at 1 client (of round medians)', 'median', 3],

@@ -1,7 +1,8 @@
 /**
  * `fleet up`: the whole fleet locally, on embedded defaults, with a progress display; prints
- * the endpoints and how to point a client at them; Ctrl-C stops everything cleanly; a child
- * that dies is reported and restarted.
+ * the endpoints and how to point a client at them; Ctrl-C stops everything cleanly (also
+ * while starting; a second Ctrl-C exits without waiting, the services still told to stop); a
+ * child that dies is reported and restarted.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -54,8 +55,13 @@ export function addUpCommand(program: Command, context: CommandContext): Command
           if (!json) io.stdout(text);
         };
         say('Starting the fleet...\n');
+        // Listen from now on: Ctrl-C while the fleet starts stops what has started.
+        const interrupted = io.untilInterrupted?.();
+        const startup = new AbortController();
+        void interrupted?.then((signal) => startup.abort(signal));
         const fleet = await startLocalFleet({
           port,
+          signal: startup.signal,
           env: io.env,
           stateDir: resolve(io.cwd, options.stateDir),
           ...(options.config ? { configPath: resolve(io.cwd, options.config) } : {}),
@@ -74,7 +80,7 @@ export function addUpCommand(program: Command, context: CommandContext): Command
             `${JSON.stringify({ mcpUrl: fleet.mcpUrl, adminUrl: fleet.adminUrl, viewerUrl: fleet.viewerUrl, urls: fleet.urls })}\n`,
           );
         else io.stdout(describeFleet(fleet));
-        const signal = io.untilInterrupted ? await io.untilInterrupted() : 'no interrupt handler';
+        const signal = interrupted ? await interrupted : 'no interrupt handler';
         say(`\n${signal}: stopping the fleet...\n`);
         await fleet.stop();
         say('Stopped.\n');

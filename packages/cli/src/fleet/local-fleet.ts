@@ -94,6 +94,11 @@ export interface LocalFleetOptions {
   restart?: boolean;
   /** Per-service readiness budget. Default 90 s. */
   readyTimeoutMs?: number;
+  /**
+   * Aborting it while the fleet starts stops every service started so far and rejects with
+   * an `INTERRUPTED` {@link CliError} (`fleet up` aborts it on Ctrl-C). No effect once started.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running local fleet. */
@@ -153,10 +158,10 @@ interface Child {
   url?: string;
 }
 
-function readyOf(url: string, timeoutMs: number): Promise<void> {
+function readyOf(url: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return (async () => {
-    for (;;) {
+    while (!signal?.aborted) {
       try {
         const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
         await res.body?.cancel();
@@ -171,9 +176,26 @@ function readyOf(url: string, timeoutMs: number): Promise<void> {
   })();
 }
 
+/** `work`, unless `signal` aborts first: then an `INTERRUPTED` error. */
+function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () =>
+      reject(
+        new CliError(
+          'INTERRUPTED',
+          `${String(signal.reason ?? 'interrupted')} while the fleet was starting; the services started so far are stopped`,
+        ),
+      );
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** Start the whole fleet; resolves once every service is ready. */
 export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
-  const { env, stateDir, events = {}, readyTimeoutMs = 90_000 } = options;
+  const { env, stateDir, events = {}, readyTimeoutMs = 90_000, signal } = options;
   const restart = options.restart ?? true;
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
   const redisProblem = await checkRedis(redisUrl);
@@ -256,27 +278,30 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
         }, 1000).unref();
       }
     });
-    return url.then(async (u) => {
-      await readyOf(u, readyTimeoutMs).catch((error: Error) => {
+    const ready = url.then(async (u) => {
+      await readyOf(u, readyTimeoutMs, signal).catch((error: Error) => {
         throw new Error(
           `${service} is not ready: ${error.message}; see ${join(stateDir, 'logs', `${service}.log`)}`,
         );
       });
+      if (signal?.aborted) throw new Error(`${service} was interrupted`);
       events.ready?.(service, u, Date.now() - started);
       return u;
     });
+    return unlessInterrupted(ready, signal);
   };
 
-  // If this process goes away without stop() (killed, crashed), take the children with it.
+  // If this process exits before stop() has finished (an error, or `fleet up` told to stop
+  // again while stopping), ask the children that are still running to stop too. (A process
+  // killed outright runs no handler: then Ctrl-C reaches the children from the terminal.)
   const orphanGuard = () => {
     for (const { process: child } of children.values())
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   };
   process.once('exit', orphanGuard);
 
   const stop = async () => {
     stopping = true;
-    process.off('exit', orphanGuard);
     const order = [...FLEET_SERVICES].reverse();
     for (const service of order) {
       const child = children.get(service)?.process;
@@ -290,6 +315,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
         child.kill('SIGTERM');
       });
     }
+    process.off('exit', orphanGuard);
   };
 
   try {
