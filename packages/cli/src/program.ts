@@ -10,6 +10,7 @@ import { addDemoCommand } from './commands/demo.ts';
 import { addNewCommand } from './commands/new.ts';
 import { addRegisterCommand } from './commands/register.ts';
 import { addServicesCommand } from './commands/services.ts';
+import { addStdioCommand } from './commands/stdio.ts';
 import { addUnregisterCommand } from './commands/unregister.ts';
 import { addUpCommand } from './commands/up.ts';
 import { type CommandContext, createCommandContext, defaultOrchestratorUrl } from './context.ts';
@@ -19,13 +20,11 @@ import type { CliIO } from './types.ts';
 /** A command module: adds its command (and subcommands) to the program. */
 export type CommandModule = (program: Command, context: CommandContext) => Command;
 
-/**
- * The commands, in help order. `up`, `demo`, `stdio` and `audit` join this list as their
- * own modules; they get the same IO, global options and error handling.
- */
+/** The commands, in help order; each gets the same IO, global options and error handling. */
 export const COMMAND_MODULES: readonly CommandModule[] = [
   addUpCommand,
   addDemoCommand,
+  addStdioCommand,
   addRegisterCommand,
   addUnregisterCommand,
   addServicesCommand,

@@ -1,5 +1,6 @@
 /** The local fleet's start-up checks (the full start is covered by test/e2e). */
-import { mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +48,44 @@ describe('local fleet start-up checks', () => {
       fetch,
     });
     expect(code).toBe(2);
+  });
+});
+
+describe('fleet stdio without a running fleet', () => {
+  const run = async (stateDir: string) => {
+    let stderr = '';
+    let stdout = '';
+    const code = await runProgram(['stdio', '--state-dir', stateDir], {
+      stdout: (t) => {
+        stdout += t;
+      },
+      stderr: (t) => {
+        stderr += t;
+      },
+      env: {},
+      cwd: process.cwd(),
+      fetch,
+    });
+    return { code, stdout, stderr };
+  };
+
+  it('says to start one with fleet up when the state directory has none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const { code, stdout, stderr } = await run(dir);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`no fleet in ${dir}: start one with \`fleet up\``);
+    // stdout is the MCP channel: nothing else may be written to it.
+    expect(stdout).toBe('');
+  });
+
+  it('refuses the state of a fleet up that is gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(join(dir, 'fleet.json'), JSON.stringify({ urls: {}, fleetToken: 't', pid: gone }));
+    writeFileSync(join(dir, 'fleet.yaml'), 'backends: []\n');
+    const { code, stderr } = await run(dir);
+    expect(code).toBe(1);
+    expect(stderr).toContain(`is not running (its \`fleet up\`, pid ${gone}, is gone)`);
   });
 });
 

@@ -5,9 +5,12 @@
  * by the official MCP SDK client.
  */
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { LocalFleet } from '@fleet/cli';
 import type { OtlpReceiver } from '@fleet/telemetry/testing';
+import { sourceCommand } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
@@ -79,6 +82,44 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     expect(
       text(await bob.callTool({ name: 'send_email', arguments: { to: token, subject: 'hi' } })),
     ).toContain('Could not deliver');
+  });
+
+  it('serves a desktop client on stdio with `fleet stdio`, through the same chain', async () => {
+    const cli = sourceCommand(
+      fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url)),
+      ['stdio', '--state-dir', fleet.stateDir],
+    );
+    const transport = new StdioClientTransport({
+      command: cli.command,
+      args: cli.args,
+      env: { AUDIT_QUEUE: e2e.queue, LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const desktop = new Client({ name: 'desktop', version: '1.0.0' });
+    await desktop.connect(transport);
+    try {
+      const tools = (await desktop.listTools()).tools.map((t) => t.name);
+      expect(tools).toContain('lookup_customer');
+      // The fleet's pii-redactor is on the path: the address leaves as a token.
+      const seen = text(
+        await desktop.callTool({ name: 'lookup_customer', arguments: { id: '42' } }),
+      );
+      expect(seen).toContain('Ada Lovelace');
+      expect(seen).not.toContain('ada.lovelace@example.com');
+      expect(seen).toMatch(/<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/);
+      // And its policy-validator: the desktop user (the OS account, no roles) is no admin.
+      const error = await desktop
+        .callTool({ name: 'delete_record', arguments: { id: '42' } })
+        .catch((e: unknown) => e);
+      expect(error, stderr).toBeInstanceOf(McpError);
+      expect((error as McpError).code).toBe(403);
+    } finally {
+      await desktop.close();
+    }
   });
 
   it('denies by policy with the rule id and filters tools/list per principal', async () => {

@@ -3,11 +3,11 @@
  * audit-logger's API (`--audit`, else the URL `fleet up` wrote to `.fleet/fleet.json`,
  * else http://127.0.0.1:8083), with `AUDIT_READ_TOKEN` when set.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { CliError } from '../errors.ts';
+import { readFleetState } from '../fleet/local-fleet.ts';
 import { formatTable } from '../table.ts';
 
 interface AuditRecordView {
@@ -28,12 +28,8 @@ interface AuditRecordView {
 
 function auditBase(context: CommandContext, options: { audit?: string; stateDir: string }): string {
   if (options.audit) return options.audit.replace(/\/+$/, '');
-  const file = join(resolve(context.io.cwd, options.stateDir), 'fleet.json');
-  if (existsSync(file)) {
-    const url = (JSON.parse(readFileSync(file, 'utf8')) as { urls?: Record<string, string> })
-      .urls?.['audit-logger'];
-    if (url) return url;
-  }
+  const url = readFleetState(resolve(context.io.cwd, options.stateDir))?.urls['audit-logger'];
+  if (url) return url;
   return context.io.env.FLEET_AUDIT_URL ?? 'http://127.0.0.1:8083';
 }
 

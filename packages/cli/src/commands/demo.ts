@@ -4,15 +4,14 @@
  * policy denial with its rule, a secret blocked, and the audit trail of those calls.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { CUSTOMERS } from '../demo/backend.ts';
 import { CliError } from '../errors.ts';
-import { type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
+import { type LocalFleet, readFleetState, startLocalFleet } from '../fleet/local-fleet.ts';
 
 /** The SDK client prefixes error messages with "MCP error <code>: "; the demo shows the code itself. */
 const withoutSdkPrefix = (message: string) => message.replace(/^MCP error -?\d+: /, '');
@@ -65,10 +64,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         mcpUrl = fleet.mcpUrl;
         auditUrl = fleet.urls['audit-logger'];
       } else if (auditUrl === undefined) {
-        const file = join(stateDir, 'fleet.json');
-        if (existsSync(file))
-          auditUrl = (JSON.parse(readFileSync(file, 'utf8')) as { urls?: Record<string, string> })
-            .urls?.['audit-logger'];
+        auditUrl = readFleetState(stateDir)?.urls['audit-logger'];
       }
       const client = new Client({ name: 'fleet-demo', version: '0.1.0' });
       const traces: Array<{ step: string; traceId: string }> = [];

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -30,7 +30,8 @@ export const FLEET_SERVICES = [
 /** One of {@link FLEET_SERVICES}. */
 export type FleetService = (typeof FLEET_SERVICES)[number];
 
-function entry(service: FleetService): string {
+/** The script a service of the local fleet runs (its build, or its source under tsx). */
+export function entry(service: FleetService): string {
   const [dir, file] =
     service === 'demo-backend'
       ? ['packages/cli', FROM_SOURCE ? 'src/demo/main' : 'dist/demo/main']
@@ -114,6 +115,43 @@ export interface LocalFleet {
   /** Send a signal to one service's process (it is restarted when it dies, unless stopping). */
   kill(service: FleetService, signal?: NodeJS.Signals): boolean;
   stop(): Promise<void>;
+}
+
+/** What `fleet up` writes to `<state dir>/fleet.json` for the other commands. */
+export interface FleetState {
+  urls: Partial<Record<FleetService, string>>;
+  /** The token the interceptor services require. */
+  fleetToken?: string;
+  /** The pid of the `fleet up` that wrote it. */
+  pid?: number;
+}
+
+/** The state `fleet up` left in `stateDir`, or undefined when there is none (or it is unreadable). */
+export function readFleetState(stateDir: string): FleetState | undefined {
+  const file = join(stateDir, 'fleet.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<FleetState> | null;
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    return {
+      urls: typeof parsed.urls === 'object' && parsed.urls !== null ? parsed.urls : {},
+      ...(typeof parsed.fleetToken === 'string' ? { fleetToken: parsed.fleetToken } : {}),
+      ...(typeof parsed.pid === 'number' ? { pid: parsed.pid } : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** True while the process `pid` exists. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Ask Redis for PONG at `url`; resolve with an error message, or undefined when it answers. */
