@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
+import { fleet } from './helpers.ts';
 
 describe('local fleet start-up checks', () => {
   it('finds the Redis the project needs', async () => {
@@ -52,22 +53,7 @@ describe('local fleet start-up checks', () => {
 });
 
 describe('fleet stdio without a running fleet', () => {
-  const run = async (stateDir: string) => {
-    let stderr = '';
-    let stdout = '';
-    const code = await runProgram(['stdio', '--state-dir', stateDir], {
-      stdout: (t) => {
-        stdout += t;
-      },
-      stderr: (t) => {
-        stderr += t;
-      },
-      env: {},
-      cwd: process.cwd(),
-      fetch,
-    });
-    return { code, stdout, stderr };
-  };
+  const run = (stateDir: string) => fleet(['stdio', '--state-dir', stateDir]);
 
   it('says to start one with fleet up when the state directory has none', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
@@ -81,7 +67,10 @@ describe('fleet stdio without a running fleet', () => {
   it('refuses the state of a fleet up that is gone', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
     const gone = spawnSync(process.execPath, ['-e', '']).pid;
-    writeFileSync(join(dir, 'fleet.json'), JSON.stringify({ urls: {}, fleetToken: 't', pid: gone }));
+    writeFileSync(
+      join(dir, 'fleet.json'),
+      JSON.stringify({ urls: {}, fleetToken: 't', pid: gone }),
+    );
     writeFileSync(join(dir, 'fleet.yaml'), 'backends: []\n');
     const { code, stderr } = await run(dir);
     expect(code).toBe(1);
