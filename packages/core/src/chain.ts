@@ -221,7 +221,7 @@ export interface RunChainOptions {
   wrapStage?: (stage: ChainStage, run: (scope?: unknown) => Promise<void>) => Promise<void>;
   /**
    * Let invokers coalesce active invocations too: under concurrent load, the invocations
-   * of many chains that reach one service in the same event-loop turn then travel as one
+   * of many chains that reach one busy service in the same event-loop turn then travel as one
    * request (far less CPU per invocation on both sides). The price: the answers of one
    * batch return together, so a slow item delays the others of its batch.
    */

@@ -299,10 +299,14 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
   };
 
   /**
-   * Batchable invocations started in the same turn of the event loop go out as one
-   * `fleet/interceptor/invokeBatch` (each keeps its own trace context in `_meta`): a burst
-   * of audit-mode invocations, or the invocations of many concurrent chains, wakes the
-   * service once. A lone invocation goes out as a plain `interceptor/invoke`, under its own
+   * Batchable invocations started in the same turn of the event loop while the service has
+   * one in flight go out as one `fleet/interceptor/invokeBatch` (each keeps its own trace
+   * context in `_meta`): a burst of audit-mode invocations, or the invocations of many
+   * concurrent chains, wakes the service once. While the service is idle (nothing in
+   * flight) the batch goes as soon as the code that started it has run (`process.nextTick`,
+   * after the microtasks it queued) instead of a turn of the event loop later, much as
+   * Nagle's algorithm sends at once on an idle connection: at one client that turn was pure
+   * latency. A lone invocation goes out as a plain `interceptor/invoke`, under its own
    * signal. An invocation whose signal aborted before its batch went out is dropped from it;
    * once sent, it settles with its batch (which its longest budget bounds): a caller that
    * must stop waiting earlier races the answer, as the chain engine does. Listening to every
@@ -317,6 +321,11 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       reject(error: unknown): void;
     }
     let queue: Pending[] = [];
+    // Invocations sent through the batcher and not yet answered.
+    let inFlight = 0;
+    const settled = () => {
+      inFlight--;
+    };
     const send = async (batch: Pending[]) => {
       const live = batch.filter((p) => {
         if (!p.signal.aborted) return true;
@@ -325,13 +334,17 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       });
       const only = live[0];
       if (live.length === 1 && only) {
+        inFlight++;
         request(InterceptorMethod.INVOKE, only.body, {
           signal: only.signal,
           headers: only.trace,
-        }).then(only.resolve, only.reject);
+        })
+          .finally(settled)
+          .then(only.resolve, only.reject);
         return;
       }
       if (live.length === 0) return;
+      inFlight++;
       const budgetMs = Math.max(...live.map((p) => p.body.timeoutMs ?? requestTimeoutMs));
       try {
         // A batch is bounded by its longest budget; a plain timer, not a per-batch signal.
@@ -348,6 +361,8 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         });
       } catch (error) {
         for (const p of live) p.reject(error);
+      } finally {
+        inFlight--;
       }
     };
     return {
@@ -359,13 +374,18 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       ): Promise<unknown> {
         if (signal.aborted) return Promise.reject(signal.reason);
         return new Promise((resolve, reject) => {
-          // The first of a turn schedules the flush; the rest join it.
+          // The first schedules the flush; the rest join it.
           if (queue.push({ body, signal, trace, resolve, reject }) > 1) return;
-          setImmediate(() => {
+          const flush = () => {
             const all = queue;
             queue = [];
             for (let i = 0; i < all.length; i += limit) void send(all.slice(i, i + limit));
-          });
+          };
+          // An idle service (nothing in flight) gets what this burst of code starts (e.g. a
+          // validator and a mutator it hosts both, under speculativeMutators) as soon as the
+          // burst ends; a busy one gets what the whole turn of the event loop starts.
+          if (inFlight === 0) process.nextTick(flush);
+          else setImmediate(flush);
         });
       },
     };

@@ -152,13 +152,50 @@ describe('fleet/interceptor/invokeBatch', () => {
     }
   });
 
-  it('sends the batchable invocations of one turn as one request, the others alone', async () => {
+  it('sends to an idle service what one burst of code starts, without waiting for the turn to end', async () => {
+    const { url, posts } = await countingService();
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    await service.connect();
+    const signal = AbortSignal.timeout(5_000);
+    const invoke = (text: string) =>
+      service.invoke(params('observer', text), { signal, batchable: true });
+    // Two callbacks of one event-loop turn, each starting invocations.
+    const twoCallbacks = () =>
+      new Promise<unknown[]>((resolve) => {
+        const started: Array<Promise<unknown>> = [];
+        setImmediate(() => started.push(invoke('a'), invoke('c')));
+        setImmediate(() => {
+          started.push(invoke('bad'));
+          resolve(Promise.all(started));
+        });
+      });
+    // Idle: the first callback's two go as one batch as soon as it has run; the third
+    // finds that batch in flight and goes a turn later, alone.
+    let before = posts();
+    const idle = await twoCallbacks();
+    expect(posts() - before).toBe(2);
+    expect(idle).toMatchObject([{ valid: true }, { valid: true }, { valid: false }]);
+    // Busy (an invocation in flight): all three wait for the end of the turn, one batch.
+    before = posts();
+    const busy = invoke('slow');
+    await new Promise((resolve) => setImmediate(resolve));
+    const during = await twoCallbacks();
+    expect(during).toMatchObject([{ valid: true }, { valid: true }, { valid: false }]);
+    expect(await busy).toMatchObject({ valid: true });
+    expect(posts() - before).toBe(2);
+  });
+
+  it('sends the batchable invocations of one turn as one request while the service is busy, the others alone', async () => {
     const { url, posts } = await countingService();
     const service = createRemoteService({ url });
     defer(() => service.close());
     await service.connect();
     const before = posts();
     const signal = AbortSignal.timeout(5_000);
+    // In flight while the next turn's invocations arrive.
+    const busy = service.invoke(params('observer', 'slow'), { signal, batchable: true });
+    await new Promise((resolve) => setImmediate(resolve));
     const results = await Promise.all([
       service.invoke(params('observer', 'a'), { signal, batchable: true }),
       service.invoke(params('observer', 'bad'), { signal, batchable: true }),
@@ -166,8 +203,9 @@ describe('fleet/interceptor/invokeBatch', () => {
       service.invoke(params('observer', 'd'), { signal }),
       service.invoke(params('missing'), { signal, batchable: true }).catch((e: unknown) => e),
     ]);
-    // The four batchable ones in one POST, the fifth alone.
-    expect(posts() - before).toBe(2);
+    // The busy one, the four batchable ones in one POST, the fifth alone.
+    expect(await busy).toMatchObject({ valid: true });
+    expect(posts() - before).toBe(3);
     expect(results[0]).toMatchObject({ valid: true });
     expect(results[1]).toMatchObject({ valid: false });
     expect(results[2]).toMatchObject({ valid: true });
@@ -193,7 +231,11 @@ describe('fleet/interceptor/invokeBatch', () => {
     expect(await dropped).toMatchObject({ message: 'caller gave up' });
     expect(await kept).toMatchObject({ valid: true });
     expect(posts() - before).toBe(1); // the survivor went alone
-    // Aborted after the batch went out: it settles when the batch answers.
+    // Aborted after the batch went out: it settles when the batch answers. (A batch forms
+    // only while the service is busy: `busy` is in flight meanwhile.)
+    const beforeBusy = posts();
+    const busy = service.invoke(params('observer', 'slow'), { signal, batchable: true });
+    await new Promise((resolve) => setImmediate(resolve));
     const late = new AbortController();
     const started = performance.now();
     const slow = service.invoke(params('observer', 'slow'), { signal, batchable: true });
@@ -202,6 +244,8 @@ describe('fleet/interceptor/invokeBatch', () => {
     expect(await mate).toMatchObject({ valid: true });
     expect(await slow).toMatchObject({ valid: true });
     expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    expect(await busy).toMatchObject({ valid: true });
+    expect(posts() - beforeBusy).toBe(2); // busy alone, then slow and mate as one batch
     // Already aborted: refused without a request.
     const gone = new AbortController();
     gone.abort(new Error('gone'));

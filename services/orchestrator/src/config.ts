@@ -91,7 +91,8 @@ export const OrchestratorConfigSchema = z
         /**
          * Invocations of concurrent calls that reach one interceptor service in the same
          * event-loop turn travel as one `fleet/interceptor/invokeBatch` (to services that
-         * declare it). Much cheaper under load; a slow item delays the answers of its batch.
+         * declare it) while the service has one in flight; one that finds it idle goes at
+         * once. Much cheaper under load; a slow item delays the answers of its batch.
          */
         coalesceInvocations: z.boolean().default(true),
         /**
