@@ -37,6 +37,22 @@ function buildChain(scenario: Scenario, log: string[]): ChainInterceptor[] {
 }
 
 /** Run a scenario's chain in process; `log` lists every invocation in start order. */
+/** One audit-mode validator, `observer`, on every request, invoked through `invoker`. */
+function auditObserver(invoker: Invoker): ChainInterceptor[] {
+  return resolveService(
+    'svc',
+    [
+      parseInterceptorInfo({
+        name: 'observer',
+        type: 'validation',
+        mode: 'audit',
+        hooks: [{ events: ['*'], phase: 'request' }],
+      }),
+    ],
+    invoker,
+  );
+}
+
 async function runScenario(scenario: Scenario, speculativeMutators: boolean) {
   const log: string[] = [];
   const audit: InvocationOutcome[] = [];
@@ -224,6 +240,46 @@ describe('runChain (in process)', () => {
     });
   });
 
+  it('lets many audit-mode invocations listen to their signal at once without a leak warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      // An invoker that listens to the signal while the invocation is in flight, as an HTTP
+      // client does.
+      const listening: Invoker = {
+        invoke: (params, { signal }) =>
+          new Promise((resolve) => {
+            const onAbort = () => undefined;
+            signal.addEventListener('abort', onAbort);
+            setTimeout(() => {
+              signal.removeEventListener('abort', onAbort);
+              resolve({
+                interceptor: params.name,
+                type: 'validation',
+                phase: params.phase,
+                valid: true,
+              });
+            }, 50);
+          }),
+      };
+      const chain = auditObserver(listening);
+      const plan = planChain(chain, 'tools/call', 'request');
+      const audit: InvocationOutcome[] = [];
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          runChain(plan, { payload: {} }, { onAuditOutcome: (o) => audit.push(o) }),
+        ),
+      );
+      await waitForAudit(audit, 20);
+      expect(audit.every((o) => o.outcome === 'allowed')).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('does not wait for audit-mode interceptors', async () => {
     const slowAudit: Invoker = {
       invoke: (params) =>
@@ -240,18 +296,7 @@ describe('runChain (in process)', () => {
           ),
         ),
     };
-    const chain = resolveService(
-      'svc',
-      [
-        parseInterceptorInfo({
-          name: 'observer',
-          type: 'validation',
-          mode: 'audit',
-          hooks: [{ events: ['*'], phase: 'request' }],
-        }),
-      ],
-      slowAudit,
-    );
+    const chain = auditObserver(slowAudit);
     const audit: InvocationOutcome[] = [];
     const result = await runChain(
       planChain(chain, 'tools/call', 'request'),

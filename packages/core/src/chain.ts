@@ -8,6 +8,7 @@
  * validators, which see the mutated payload). Audit-mode interceptors are started off the
  * critical path and never block or mutate. failOpen covers invocation failures only.
  */
+import { setMaxListeners } from 'node:events';
 import { FleetError, ProtocolError } from './errors.ts';
 import { matchesAnyEvent } from './events.ts';
 import type { ResolvedInterceptor } from './overrides.ts';
@@ -239,8 +240,12 @@ export interface RunChainOptions {
 }
 
 const TIMEOUT = Symbol('timeout');
-/** The signal of invocations nothing cancels. */
+/**
+ * The signal of invocations nothing cancels. Every audit-mode invocation in flight may listen
+ * to it, so it has no listener limit (Node would warn of a leak past 10).
+ */
 const NEVER_ABORTED = new AbortController().signal;
+setMaxListeners(0, NEVER_ABORTED);
 const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
 
 /** What a run (or a speculative stage) has decided so far. */

@@ -15,6 +15,7 @@
  * The gateway's own calls go through `call` (past the SDK client's protocol object); the SDK
  * client keeps the handshake, notifications and server-to-client requests.
  */
+import { setMaxListeners } from 'node:events';
 import { StringDecoder } from 'node:string_decoder';
 import { merged } from '@fleet/core';
 import { SseParser } from '@fleet/interceptor-kit';
@@ -49,6 +50,12 @@ export interface HttpBackendTransportOptions {
   headers?: Record<string, string> | undefined;
   /** Connection pool, owned by the caller (a backend keeps one across reconnects). */
   dispatcher: Agent;
+}
+
+/** `controller`, its signal without Node's listener limit. */
+function unlimited(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 /** The keep-alive pool a backend's transports share. */
@@ -114,7 +121,12 @@ export class HttpBackendTransport implements Transport {
   readonly #url: URL;
   readonly #headers: Record<string, string>;
   readonly #dispatcher: Agent;
-  readonly #abort = new AbortController();
+  /**
+   * Aborts every request in flight when the transport closes: each POST listens to it, so
+   * it has as many listeners as the backend has concurrent calls (no listener limit, or
+   * Node would warn of a leak past 10).
+   */
+  readonly #abort = unlimited(new AbortController());
   #protocolVersion: string | undefined;
   #started = false;
   #closed = false;

@@ -131,6 +131,25 @@ describe('HttpBackendTransport.call', () => {
     });
   });
 
+  it('carries many concurrent calls without a listener-leak warning', async () => {
+    const { transport } = await scriptedBackend();
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    defer(async () => {
+      process.off('warning', onWarning);
+    });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => transport.call('echo', { i }, { timeoutMs: 5_000 })),
+    );
+    expect(results.map((r) => (r as { echoed: { i: number } }).echoed.i)).toEqual(
+      Array.from({ length: 40 }, (_, i) => i),
+    );
+    // Warnings are emitted on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+  });
+
   it('routes its own progress to the call and everything else to the SDK client', async () => {
     const { transport, others, received } = await scriptedBackend();
     const progress: unknown[] = [];
