@@ -5,6 +5,9 @@
  */
 import { runProgram } from './program.ts';
 
+/** A second signal sooner than this after the first is the same interrupt delivered twice. */
+const SAME_INTERRUPT_MS = 500;
+
 process.exitCode = await runProgram(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
@@ -14,12 +17,18 @@ process.exitCode = await runProgram(process.argv.slice(2), {
   untilInterrupted: () =>
     new Promise((resolve) => {
       let first: string | undefined;
+      let firstAt = 0;
       const onSignal = (signal: NodeJS.Signals) => {
         if (first === undefined) {
           first = signal;
+          firstAt = performance.now();
           resolve(signal);
           return;
         }
+        // The same interrupt often arrives twice within milliseconds: from the terminal to
+        // the whole process group, and again from a wrapper passing it on (tsx, which
+        // `pnpm start` runs, does so ~40 ms later). That is not the user asking again.
+        if (performance.now() - firstAt < SAME_INTERRUPT_MS) return;
         // Asked again while stopping: stop waiting. The exit handlers still run (the local
         // fleet sends SIGTERM to every service still running from one), so nothing is left.
         process.stderr.write(`\n${signal} again: exiting without waiting for the services\n`);

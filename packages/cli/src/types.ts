@@ -19,8 +19,8 @@ export interface CliIO {
    * Resolves with the signal's name when the user interrupts (Ctrl-C) or the process is
    * asked to stop; long-running commands (`fleet up`) call it once, as soon as they start
    * something that must be stopped cleanly, and wait on it. From that call on the first
-   * signal no longer ends the process; a second one ends it at once (the process's exit
-   * handlers still run). Absent in tests that do not need it.
+   * signal no longer ends the process; a second one, half a second or more later, ends it at
+   * once (the process's exit handlers still run). Absent in tests that do not need it.
    */
   untilInterrupted?: () => Promise<string>;
 }

@@ -4,7 +4,7 @@
  * it started keeps running.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +77,33 @@ function startUp(): UpProcess {
   return up;
 }
 
+/** The pid of the child of `parent` whose command line contains `marker`. */
+function childPid(parent: number, marker: string): number {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing paren.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== parent) continue;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no child of ${parent} runs ${marker}`);
+}
+
+/** The distinct service URLs `fleet up` wrote to its state directory. */
+function endpointsOf(up: UpProcess): string[] {
+  const { urls } = JSON.parse(readFileSync(join(up.stateDir, 'fleet.json'), 'utf8')) as {
+    urls: Record<string, string>;
+  };
+  const endpoints = [...new Set(Object.values(urls))];
+  expect(endpoints.length).toBeGreaterThanOrEqual(5);
+  return endpoints;
+}
+
 /** True when something accepts HTTP at `url`. */
 async function answers(url: string): Promise<boolean> {
   try {
@@ -114,23 +141,41 @@ describe('fleet up and signals', () => {
     expect(await untilGone([url])).toEqual([]);
   }, 180_000);
 
+  it('takes the same signal twice in a row for one interrupt and stops cleanly', async () => {
+    const up = startUp();
+    await up.waitFor(/The fleet is up/);
+    const endpoints = endpointsOf(up);
+    // As a terminal's Ctrl-C reaches it and a wrapper (tsx under `pnpm start`) passes it on.
+    up.child.kill('SIGINT');
+    up.child.kill('SIGINT');
+    const exit = await up.exited;
+    expect(exit.code).toBe(0);
+    expect(up.stdout()).toContain('Stopped.');
+    expect(up.stderr()).not.toContain('again');
+    expect(await untilGone(endpoints)).toEqual([]);
+  }, 180_000);
+
   it('exits at once on a second signal while stopping, and still stops every service', async () => {
     const up = startUp();
     await up.waitFor(/The fleet is up/);
-    const { urls } = JSON.parse(readFileSync(join(up.stateDir, 'fleet.json'), 'utf8')) as {
-      urls: Record<string, string>;
-    };
-    const endpoints = [...new Set(Object.values(urls))];
-    expect(endpoints.length).toBeGreaterThanOrEqual(5);
+    const endpoints = endpointsOf(up);
     for (const url of endpoints) expect(await answers(url), url).toBe(true);
+    // A service slow to stop (the orchestrator, stopped first, is frozen): `fleet up` waits.
+    const orchestrator = childPid(up.child.pid as number, 'services/orchestrator/');
+    process.kill(orchestrator, 'SIGSTOP');
     up.child.kill('SIGTERM');
     await up.waitFor(/SIGTERM: stopping the fleet/);
+    // Half a second or more later, a second signal is the user asking again.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(up.child.exitCode).toBeNull();
     up.child.kill('SIGTERM');
     const exit = await up.exited;
     expect(exit.code).toBe(143);
     expect(up.stderr()).toContain('SIGTERM again: exiting without waiting for the services');
     expect(up.stdout()).not.toContain('Stopped.');
-    // Its services were told to stop on the way out, not left running.
+    // Its services were told to stop on the way out, not left running (the orchestrator
+    // handles its SIGTERM once it runs again).
+    process.kill(orchestrator, 'SIGCONT');
     expect(await untilGone(endpoints)).toEqual([]);
   }, 180_000);
 });
