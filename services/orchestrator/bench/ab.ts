@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { type LeanClient, leanClient } from './lean-client.ts';
-import { cpuMs, quantile } from './measure.ts';
+import { cpuMs, printStderrTails, quantile } from './measure.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -221,6 +221,9 @@ try {
   const ratios = sides[1].roundMedians.map((m, i) => m / (sides[0].roundMedians[i] ?? m));
   console.log(`\nB/A per-round medians: ${ratios.map((r) => r.toFixed(2)).join(' ')}`);
   for (const side of sides) await Promise.all([side.one, ...side.many].map((c) => c.close()));
+} catch (error) {
+  printStderrTails(started);
+  throw error;
 } finally {
   for (const p of started.reverse()) await p.stop().catch(() => undefined);
 }

@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
-import { cpuMs, median, quantile } from './measure.ts';
+import { cpuMs, median, printStderrTails, quantile } from './measure.ts';
 
 const quick = process.argv.includes('--quick');
 // Steady state is what a long-running gateway serves: every path first gets this much
@@ -290,6 +290,9 @@ try {
       `${name.padEnd(32)} +${added.toFixed(3)} ms ${verdict(added <= 1.5)}; p99 ${full.p99.toFixed(2)} ms ${verdict(full.p99 <= 5)}; ${full.c32.toFixed(0)}/s at ${CONCURRENCY} clients ${verdict(full.c32 >= 1500)}`,
     );
   }
+} catch (error) {
+  printStderrTails(started);
+  throw error;
 } finally {
   await Promise.all(started.map((p) => p.stop()));
   const redis = new Redis({ host: '127.0.0.1', port: 6379 });

@@ -1,4 +1,4 @@
-/** Figures shared by the orchestrator's benchmarks (gateway.bench.ts, ab.ts). */
+/** Figures and helpers shared by the orchestrator's benchmarks (gateway.bench.ts, ab.ts). */
 import { readFileSync } from 'node:fs';
 
 /** CPU milliseconds (user + system) a process has used so far, from /proc. */
@@ -17,4 +17,15 @@ export function quantile(values: readonly number[], q: number): number {
 /** Median of a non-empty list. */
 export function median(values: readonly number[]): number {
   return quantile(values, 0.5);
+}
+
+/**
+ * After a failed run, what the peers said on stderr (their last 4 KB each): the gateway logs
+ * the cause of a failed backend or interceptor call there, which the client's error omits.
+ */
+export function printStderrTails(peers: ReadonlyArray<{ service: string; stderr(): string }>) {
+  for (const peer of peers) {
+    const text = peer.stderr().trim();
+    if (text) console.error(`--- ${peer.service} stderr (tail)\n${text.slice(-4096)}`);
+  }
 }
