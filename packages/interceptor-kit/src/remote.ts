@@ -321,7 +321,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       reject(error: unknown): void;
     }
     let queue: Pending[] = [];
-    // Invocations sent through the batcher and not yet answered.
+    // Requests (a batch, or a lone invocation) the batcher has sent and not yet had answered.
     let inFlight = 0;
     const settled = () => {
       inFlight--;

@@ -84,7 +84,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     ).toContain('Could not deliver');
   });
 
-  it('serves a desktop client on stdio with `fleet stdio`, through the same chain', async () => {
+  it('serves desktop clients on stdio with `fleet stdio`, two at once, through the same chain', async () => {
     const cli = sourceCommand(
       fileURLToPath(new URL('../../../packages/cli/src/main.ts', import.meta.url)),
       ['stdio', '--state-dir', fleet.stateDir],
@@ -101,7 +101,20 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     });
     const desktop = new Client({ name: 'desktop', version: '1.0.0' });
     await desktop.connect(transport);
+    // A second desktop client at the same time (its own session, its own audit journal).
+    const second = new Client({ name: 'desktop-2', version: '1.0.0' });
+    await second.connect(
+      new StdioClientTransport({
+        command: cli.command,
+        args: cli.args,
+        env: { AUDIT_QUEUE: e2e.queue, LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' },
+        stderr: 'pipe',
+      }),
+    );
     try {
+      expect(
+        text(await second.callTool({ name: 'lookup_customer', arguments: { id: '42' } })),
+      ).toContain('Ada Lovelace');
       const tools = (await desktop.listTools()).tools.map((t) => t.name);
       expect(tools).toContain('lookup_customer');
       // The fleet's pii-redactor is on the path: the address leaves as a token.
@@ -119,6 +132,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
       expect((error as McpError).code).toBe(403);
     } finally {
       await desktop.close();
+      await second.close();
     }
   });
 

@@ -3,17 +3,44 @@
  * runs, for desktop clients that spawn their MCP servers (Claude Desktop and the like). It
  * runs the orchestrator's stdio mode (`main.js --stdio`) with the configuration and the
  * interceptor token `fleet up` left in its state directory, so the session shares that
- * fleet's interceptor services, runtime registrations and audit trail.
+ * fleet's interceptor services, runtime registrations and audit trail. Several sessions may
+ * run at once (a desktop client per user, say): each gets an audit journal of its own.
  *
  * stdout is the MCP channel: nothing but the orchestrator writes to it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { entry, nodeArgs, processAlive, readFleetState } from '../fleet/local-fleet.ts';
+
+/** Most concurrent stdio sessions that get a journal of their own. */
+const MAX_JOURNALS = 16;
+
+/**
+ * The audit journal for a new session: one per live session (a journal is locked by its
+ * producer's pid in `<journal>.lock`), the first that no live process holds. A journal a
+ * gone session left is taken over, and the new session replays what it holds.
+ */
+function freeJournal(stateDir: string): string {
+  const path = (n: number) =>
+    join(stateDir, n === 1 ? 'stdio-journal.ndjson' : `stdio-journal-${n}.ndjson`);
+  for (let n = 1; n <= MAX_JOURNALS; n++) {
+    const lock = `${path(n)}.lock`;
+    if (!existsSync(lock)) return path(n);
+    let holder = Number.NaN;
+    try {
+      holder = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+    } catch {
+      return path(n);
+    }
+    if (!(holder > 0) || !processAlive(holder)) return path(n);
+  }
+  // All taken: the orchestrator will say the journal is in use.
+  return path(1);
+}
 
 /** Add `stdio` to `program`. */
 export function addStdioCommand(program: Command, context: CommandContext): Command {
@@ -56,7 +83,7 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       for (const [key, value] of Object.entries(io.env)) if (value !== undefined) env[key] = value;
       env.FLEET_CONFIG = configPath;
       if (!env.FLEET_TOKEN && state?.fleetToken) env.FLEET_TOKEN = state.fleetToken;
-      env.AUDIT_JOURNAL ||= join(stateDir, 'stdio-journal.ndjson');
+      env.AUDIT_JOURNAL ||= freeJournal(stateDir);
       const child = spawn(process.execPath, [...nodeArgs('orchestrator'), '--stdio'], {
         cwd: io.cwd,
         env,
