@@ -8,9 +8,10 @@
  * torn line. A torn tail left by a crash is closed with a newline when the journal is
  * opened and then counts as one unreadable line.
  */
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { journalHolder, journalLockPath } from './lock.ts';
 
 const NEWLINE = 0x0a;
 const SCAN_CHUNK_BYTES = 1 << 20;
@@ -34,15 +35,6 @@ export class AuditJournalInUseError extends Error {
 
 const heldLocks = new Set<string>();
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM';
-  }
-}
-
 /**
  * Take the journal's lock file (`<path>.lock`, holding the owner's pid) so that no two
  * producers, in this process or another, share one journal. A lock left by a process that
@@ -50,7 +42,7 @@ function isAlive(pid: number): boolean {
  * @throws AuditJournalInUseError when a live producer holds it.
  */
 export function lockJournal(path: string): () => void {
-  const lockPath = `${path}.lock`;
+  const lockPath = journalLockPath(path);
   if (heldLocks.has(lockPath)) throw new AuditJournalInUseError(path, process.pid);
   mkdirSync(dirname(path), { recursive: true });
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -64,15 +56,10 @@ export function lockJournal(path: string): () => void {
     } catch (error) {
       if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
     }
-    let holder: number | undefined;
-    try {
-      holder = Number.parseInt(readFileSync(lockPath, 'utf8'), 10);
-    } catch {
-      holder = undefined;
-    }
+    const holder = journalHolder(path);
     // Our own pid here is a lock from a previous life of a process with the same pid (a
     // restarted container): stale, like that of a process that is gone.
-    if (holder !== undefined && holder > 0 && holder !== process.pid && isAlive(holder))
+    if (holder !== undefined && holder !== process.pid)
       throw new AuditJournalInUseError(path, holder);
     rmSync(lockPath, { force: true });
   }

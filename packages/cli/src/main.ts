@@ -16,11 +16,9 @@ process.exitCode = await runProgram(process.argv.slice(2), {
   fetch: globalThis.fetch,
   untilInterrupted: () =>
     new Promise((resolve) => {
-      let first: string | undefined;
-      let firstAt = 0;
+      let firstAt: number | undefined;
       const onSignal = (signal: NodeJS.Signals) => {
-        if (first === undefined) {
-          first = signal;
+        if (firstAt === undefined) {
           firstAt = performance.now();
           resolve(signal);
           return;

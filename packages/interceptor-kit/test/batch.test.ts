@@ -53,6 +53,15 @@ async function countingService() {
   return { url: `${listening.url}/mcp`, posts: () => posts, traceparents };
 }
 
+/** A {@link countingService} and a connected RemoteService for it. */
+async function connectedService() {
+  const counting = await countingService();
+  const service = createRemoteService({ url: counting.url });
+  defer(() => service.close());
+  const handshake = await service.connect();
+  return { ...counting, service, handshake };
+}
+
 /**
  * An interceptor server from elsewhere: plain MCP over HTTP (JSON answers), the interceptors
  * extension but no batch capability; it counts the `interceptor/invoke` requests it answers.
@@ -115,10 +124,7 @@ function postJson(url: string, body: unknown): Promise<{ status: number; json: u
 
 describe('fleet/interceptor/invokeBatch', () => {
   it('is declared in initialize and answers each invocation in order, errors per item', async () => {
-    const { url } = await countingService();
-    const service = createRemoteService({ url });
-    defer(() => service.close());
-    const handshake = await service.connect();
+    const { url, handshake } = await connectedService();
     expect(handshake.invokeBatchLimit).toBe(MAX_INVOKE_BATCH);
 
     const reply = await postJson(url, {
@@ -153,10 +159,7 @@ describe('fleet/interceptor/invokeBatch', () => {
   });
 
   it('sends to an idle service what one burst of code starts, without waiting for the turn to end', async () => {
-    const { url, posts } = await countingService();
-    const service = createRemoteService({ url });
-    defer(() => service.close());
-    await service.connect();
+    const { service, posts } = await connectedService();
     const signal = AbortSignal.timeout(5_000);
     const invoke = (text: string) =>
       service.invoke(params('observer', text), { signal, batchable: true });
@@ -187,10 +190,7 @@ describe('fleet/interceptor/invokeBatch', () => {
   });
 
   it('sends the batchable invocations of one turn as one request while the service is busy, the others alone', async () => {
-    const { url, posts } = await countingService();
-    const service = createRemoteService({ url });
-    defer(() => service.close());
-    await service.connect();
+    const { service, posts } = await connectedService();
     const before = posts();
     const signal = AbortSignal.timeout(5_000);
     // In flight while the next turn's invocations arrive.
@@ -215,10 +215,7 @@ describe('fleet/interceptor/invokeBatch', () => {
   });
 
   it('drops an invocation aborted before its batch goes out; a sent one settles with its batch', async () => {
-    const { url, posts } = await countingService();
-    const service = createRemoteService({ url });
-    defer(() => service.close());
-    await service.connect();
+    const { service, posts } = await connectedService();
     const signal = AbortSignal.timeout(5_000);
     // Aborted in the same turn, before the flush: refused, and not sent.
     const early = new AbortController();
@@ -255,10 +252,7 @@ describe('fleet/interceptor/invokeBatch', () => {
   });
 
   it('sends a lone batchable invocation as interceptor/invoke with its trace headers', async () => {
-    const { url, traceparents } = await countingService();
-    const service = createRemoteService({ url });
-    defer(() => service.close());
-    await service.connect();
+    const { service, traceparents } = await connectedService();
     traceparents.length = 0;
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const result = await service.invoke(params('observer', 'a'), {

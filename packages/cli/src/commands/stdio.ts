@@ -9,35 +9,26 @@
  * stdout is the MCP channel: nothing but the orchestrator writes to it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { journalHolder, processAlive } from '@fleet/audit/lock';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { entry, nodeArgs, processAlive, readFleetState } from '../fleet/local-fleet.ts';
+import { entry, nodeArgs, readFleetState } from '../fleet/local-fleet.ts';
 
 /** Most concurrent stdio sessions that get a journal of their own. */
 const MAX_JOURNALS = 16;
 
 /**
- * The audit journal for a new session: one per live session (a journal is locked by its
- * producer's pid in `<journal>.lock`), the first that no live process holds. A journal a
- * gone session left is taken over, and the new session replays what it holds.
+ * The audit journal for a new session: one per live session, the first that no live process
+ * holds. A journal a gone session left is taken over, and the new session replays what it
+ * holds.
  */
 function freeJournal(stateDir: string): string {
   const path = (n: number) =>
     join(stateDir, n === 1 ? 'stdio-journal.ndjson' : `stdio-journal-${n}.ndjson`);
-  for (let n = 1; n <= MAX_JOURNALS; n++) {
-    const lock = `${path(n)}.lock`;
-    if (!existsSync(lock)) return path(n);
-    let holder = Number.NaN;
-    try {
-      holder = Number.parseInt(readFileSync(lock, 'utf8'), 10);
-    } catch {
-      return path(n);
-    }
-    if (!(holder > 0) || !processAlive(holder)) return path(n);
-  }
+  for (let n = 1; n <= MAX_JOURNALS; n++) if (journalHolder(path(n)) === undefined) return path(n);
   // All taken: the orchestrator will say the journal is in use.
   return path(1);
 }

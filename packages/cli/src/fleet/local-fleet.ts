@@ -143,17 +143,6 @@ export function readFleetState(stateDir: string): FleetState | undefined {
   }
 }
 
-/** True while the process `pid` exists. */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Ask Redis for PONG at `url`; resolve with an error message, or undefined when it answers. */
 export function checkRedis(url: string, timeoutMs = 2000): Promise<string | undefined> {
   return new Promise((resolve) => {
