@@ -95,7 +95,13 @@ export {
   openAuditStore,
   STATS_TOP_TOOLS,
 } from './store.ts';
-export { parseDuration, parseTimeBound } from './time.ts';
+export {
+  EARLIEST_TIME_BOUND,
+  isTimeBoundInRange,
+  LATEST_TIME_BOUND,
+  parseDuration,
+  parseTimeBound,
+} from './time.ts';
 export type {
   AuditWorker,
   AuditWorkerHooks,

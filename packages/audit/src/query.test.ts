@@ -15,9 +15,12 @@ const CURSOR = encodeCursor({
   id: '01JX0000000000000000000000',
 });
 
-function issuesOf(params: Record<string, unknown>): Array<{ parameter: string }> {
+function issuesOf(
+  params: Record<string, unknown>,
+  parse: (params: Record<string, unknown>, now: Date) => unknown = parseRecordQuery,
+): Array<{ parameter: string; message: string }> {
   try {
-    parseRecordQuery(params, NOW);
+    parse(params, NOW);
   } catch (error) {
     expect(error).toBeInstanceOf(AuditQueryError);
     return [...(error as AuditQueryError).issues];
@@ -79,6 +82,14 @@ describe('parseRecordQuery', () => {
     [{ tool: ['a', 'b'] }, 'tool'],
     [{ principal: 'x'.repeat(1025) }, 'principal'],
     [{ trace_id: TRACE }, 'trace_id'],
+    // Outside what PostgreSQL's timestamptz and ISO 8601 with four-digit years both hold.
+    [{ since: '0000-01-01T00:00:00Z' }, 'since'],
+    [{ since: '0000-06-01' }, 'since'],
+    [{ since: '0001-01-01T00:30:00+01:00' }, 'since'],
+    [{ until: '0000-01-02T00:00:00Z' }, 'until'],
+    [{ until: '9999-12-31T23:00:00-02:00' }, 'until'],
+    [{ since: '740000d' }, 'since'],
+    [{ since: '999999999w' }, 'since'],
   ])('%j is refused, naming %s', (params, parameter) => {
     expect(issuesOf(params).map((i) => i.parameter)).toEqual([parameter]);
   });
@@ -104,6 +115,27 @@ describe('parseStatsQuery', () => {
   it('refuses unknown and bad parameters', () => {
     expect(() => parseStatsQuery({ since: 'soon' }, NOW)).toThrow(/since/);
     expect(() => parseStatsQuery({ tool: 'x' }, NOW)).toThrow(AuditQueryError);
+  });
+
+  it.each([
+    [{ since: '1000000d' }, 'since'],
+    [{ since: '0000-01-01' }, 'since'],
+    [{ since: '1d', until: '0000-12-31T23:59:59Z' }, 'until'],
+  ])('%j is out of the accepted date range, naming %s', (params, parameter) => {
+    const issues = issuesOf(params, parseStatsQuery);
+    expect(issues.map((i) => i.parameter)).toEqual([parameter]);
+    expect(issues[0]?.message).toMatch(/0001-01-01T00:00:00Z/);
+  });
+
+  it('refuses a window that ends before it starts, like the record listing does', () => {
+    // Without until, the window ends now: a since later than now is the same empty window.
+    expect(issuesOf({ since: '2030-01-01' }, parseStatsQuery)).toEqual([
+      { parameter: 'since', message: 'must be earlier than until (default: now)' },
+    ]);
+    expect(issuesOf({ since: '2030-01-01', until: '2029-01-01' }, parseStatsQuery)).toEqual([
+      { parameter: 'until', message: 'must be later than since' },
+    ]);
+    expect(issuesOf({ since: '0m' }, parseStatsQuery).map((i) => i.parameter)).toEqual(['since']);
   });
 });
 

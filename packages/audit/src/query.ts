@@ -4,7 +4,7 @@
  * error that names every bad parameter. Pure: no I/O.
  */
 import { type AuditDecision, AuditDecisionSchema, type AuditRecord } from './record.ts';
-import { parseTimeBound } from './time.ts';
+import { isTimeBoundInRange, parseTimeBound, TIME_BOUND_RANGE_TEXT } from './time.ts';
 
 /** Records per page unless the caller asks otherwise. */
 export const DEFAULT_QUERY_LIMIT = 50;
@@ -128,13 +128,16 @@ class IssueList {
   time(params: QueryParameters, parameter: string, now: Date): Date | undefined {
     const value = this.text(params, parameter);
     if (value === undefined) return undefined;
-    return (
-      parseTimeBound(value, now) ??
-      this.add(
+    const date = parseTimeBound(value, now);
+    if (date === undefined)
+      return this.add(
         parameter,
         'must be an ISO 8601 date-time with Z or an offset (2025-01-31T12:00:00Z), a date (2025-01-31), or a duration back from now (30m, 1h, 7d)',
-      )
-    );
+      );
+    // Checked here, not left to the database: out of range it fails the query as a store
+    // error (503) where the caller's parameter is at fault.
+    if (!isTimeBoundInRange(date)) return this.add(parameter, timeRangeMessage());
+    return date;
   }
 
   unknown(params: QueryParameters, known: readonly string[]): void {
@@ -143,14 +146,39 @@ class IssueList {
         this.add(parameter, `unknown parameter; expected one of ${known.join(', ')}`);
   }
 
-  order(since: Date | undefined, until: Date | undefined): void {
-    if (since && until && until.getTime() <= since.getTime())
-      this.add('until', 'must be later than since');
+  /** `until` must be later than `since`; with no `until`, `defaultUntil` stands for it. */
+  order(since: Date | undefined, until: Date | undefined, defaultUntil?: Date): void {
+    if (!since) return;
+    if (until) {
+      if (until.getTime() <= since.getTime()) this.add('until', 'must be later than since');
+    } else if (defaultUntil && defaultUntil.getTime() <= since.getTime())
+      this.add('since', 'must be earlier than until (default: now)');
   }
 
   throwIfAny(): void {
     if (this.issues.length > 0) throw new AuditQueryError(this.issues);
   }
+}
+
+function timeRangeMessage(): string {
+  return `must be ${TIME_BOUND_RANGE_TEXT}`;
+}
+
+/**
+ * The issues of a time filter a store cannot compare (outside year 1..9999, or an invalid
+ * Date), for stores that are handed filters without {@link parseRecordQuery}.
+ */
+export function timeBoundIssues(bounds: {
+  since?: Date | undefined;
+  until?: Date | undefined;
+}): AuditQueryIssue[] {
+  const issues: AuditQueryIssue[] = [];
+  for (const parameter of ['since', 'until'] as const) {
+    const date = bounds[parameter];
+    if (date !== undefined && !isTimeBoundInRange(date))
+      issues.push({ parameter, message: timeRangeMessage() });
+  }
+  return issues;
 }
 
 const RECORD_PARAMETERS = [
@@ -168,7 +196,7 @@ const RECORD_PARAMETERS = [
 
 /**
  * Parse the parameters of `GET /api/audit/records` into filters and a page request.
- * `since`/`until` take ISO 8601 instants or durations back from `now`.
+ * `since`/`until` take ISO 8601 instants or durations back from `now`, within year 1..9999.
  * @throws AuditQueryError naming every bad or unknown parameter.
  */
 export function parseRecordQuery(
@@ -222,7 +250,7 @@ export function parseRecordQuery(
 
 /**
  * Parse the parameters of `GET /api/audit/stats`: `since` (default one day back) and
- * `until` (default now).
+ * `until` (default now), each within year 1..9999, `since` before `until` (or now).
  * @throws AuditQueryError naming every bad or unknown parameter.
  */
 export function parseStatsQuery(
@@ -233,7 +261,9 @@ export function parseStatsQuery(
   issues.unknown(params, ['since', 'until']);
   const since = issues.time(params, 'since', now);
   const until = issues.time(params, 'until', now);
-  issues.order(since, until);
+  // The window ends now when no until is given: a later since is as empty a window as an
+  // until before since, and /records refuses that one.
+  issues.order(since, until, now);
   issues.throwIfAny();
   const result: { since: Date; until?: Date } = {
     since: since ?? new Date(now.getTime() - DEFAULT_STATS_WINDOW_MS),

@@ -20,7 +20,9 @@ import {
   type AuditStore,
   AuditStoreError,
   decodeCursor,
+  EARLIEST_TIME_BOUND,
   encodeCursor,
+  LATEST_TIME_BOUND,
   MIGRATIONS,
   openAuditStore,
   runRetention,
@@ -302,6 +304,32 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     expect(
       decodeCursor(encodeCursor({ timestamp: new Date(T0).toISOString(), id: recordAt(0).id })),
     ).toBeDefined();
+  });
+
+  it.each([
+    ['since', new Date('0000-01-01T00:00:00Z')],
+    ['until', new Date('+010000-01-01T01:00:00Z')],
+    ['since', new Date(Number.NaN)],
+  ] as const)(
+    'refuses a %s the database cannot compare (%s) before asking it',
+    async (parameter, date) => {
+      const error = await t.store.query({ [parameter]: date }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AuditQueryError);
+      expect((error as AuditQueryError).issues.map((i) => i.parameter)).toEqual([parameter]);
+      const stats = await (parameter === 'since'
+        ? t.store.stats(date)
+        : t.store.stats(new Date(T0), date)
+      ).catch((e: unknown) => e);
+      expect(stats).toBeInstanceOf(AuditQueryError);
+      expect((stats as AuditQueryError).issues.map((i) => i.parameter)).toEqual([parameter]);
+    },
+  );
+
+  it('answers at both ends of the accepted date range', async () => {
+    await t.store.insertBatch([recordAt(0)]);
+    const all = { since: EARLIEST_TIME_BOUND, until: LATEST_TIME_BOUND };
+    expect((await t.store.query(all)).records).toHaveLength(1);
+    expect((await t.store.stats(all.since, all.until)).total).toBe(1);
   });
 
   it('returns a trace oldest first, whatever the insert order', async () => {

@@ -27,6 +27,7 @@ import {
   decodeCursor,
   encodeCursor,
   MAX_QUERY_LIMIT,
+  timeBoundIssues,
 } from './query.ts';
 import type { AuditDecision, AuditKind, AuditRecord } from './record.ts';
 import {
@@ -96,12 +97,16 @@ export interface AuditStore {
   /**
    * One page of records matching `filters`, newest first (keyset pagination on time and id:
    * no duplicates or gaps while records are added).
-   * @throws AuditQueryError for a malformed cursor or a limit out of range.
+   * @throws AuditQueryError for a malformed cursor, a limit out of range, or a `since`/`until`
+   * outside year 1..9999.
    */
   query(filters?: AuditRecordFilters, page?: AuditPageRequest): Promise<AuditPage>;
   /** Every record of one trace (at most {@link MAX_TRACE_RECORDS}), oldest first. */
   trace(traceId: string): Promise<AuditRecord[]>;
-  /** Counts and latency percentiles of records in `[since, until)` (until: now). */
+  /**
+   * Counts and latency percentiles of records in `[since, until)` (until: now).
+   * @throws AuditQueryError for a `since`/`until` outside year 1..9999.
+   */
   stats(since: Date, until?: Date): Promise<AuditStats>;
   /** Delete records older than `cutoff` (in chunks); returns how many. */
   deleteOlderThan(cutoff: Date): Promise<number>;
@@ -219,6 +224,12 @@ function whereClause(
   return { sql: conditions.length > 0 ? conditions.join(' AND ') : 'TRUE', params };
 }
 
+// The database would fail on these (503 at the API), or toISOString() throw.
+function refuseOutOfRange(bounds: { since?: Date | undefined; until?: Date | undefined }): void {
+  const issues = timeBoundIssues(bounds);
+  if (issues.length > 0) throw new AuditQueryError(issues);
+}
+
 function createSqlAuditStore(
   engine: SqlEngine,
   options: {
@@ -273,6 +284,7 @@ function createSqlAuditStore(
     },
 
     async query(filters = {}, page = {}) {
+      refuseOutOfRange(filters);
       const limit = page.limit ?? DEFAULT_QUERY_LIMIT;
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_QUERY_LIMIT)
         throw new AuditQueryError([
@@ -311,6 +323,7 @@ function createSqlAuditStore(
     },
 
     async stats(since, until = new Date()) {
+      refuseOutOfRange({ since, until });
       const window = 'ts >= $1::timestamptz AND ts < $2::timestamptz';
       const params = [since.toISOString(), until.toISOString()];
       const [groups, tools, interceptorLatency, interceptorOutcomes, chainLatency] =

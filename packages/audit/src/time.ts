@@ -19,6 +19,29 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
 /**
+ * The earliest instant a query may name: year 1. PostgreSQL's `timestamptz` refuses year 0
+ * in ISO input ("date/time field value out of range"), which JavaScript writes for 1 BC.
+ */
+export const EARLIEST_TIME_BOUND = new Date('0001-01-01T00:00:00.000Z');
+/**
+ * The latest instant a query may name: the end of year 9999. Past it JavaScript writes
+ * six-digit years (`+010000-...`) that PostgreSQL refuses.
+ */
+export const LATEST_TIME_BOUND = new Date('9999-12-31T23:59:59.999Z');
+
+/** The accepted range as the message of a refused bound says it. */
+export const TIME_BOUND_RANGE_TEXT = 'between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z';
+
+/**
+ * True when `date` is a valid instant within {@link EARLIEST_TIME_BOUND} ..
+ * {@link LATEST_TIME_BOUND}: one both engines compare, so a query never fails on it.
+ */
+export function isTimeBoundInRange(date: Date): boolean {
+  const ms = date.getTime();
+  return ms >= EARLIEST_TIME_BOUND.getTime() && ms <= LATEST_TIME_BOUND.getTime();
+}
+
+/**
  * Milliseconds of a relative duration such as `90s`, `30m`, `1h`, `7d`, `2w`, `500ms`, or
  * `undefined` when `text` is not one.
  */
@@ -38,7 +61,9 @@ function validCalendarDate(ymd: string): boolean {
 /**
  * An instant from a query parameter: an ISO 8601 date (`2025-01-31`, UTC midnight) or
  * date-time with `Z` or an offset, or a duration back from `now` (`1h` = one hour ago).
- * Returns `undefined` for anything else (the caller names the parameter in its error).
+ * Returns `undefined` for anything else (the caller names the parameter in its error). The
+ * instant may lie outside {@link isTimeBoundInRange} (or be an invalid Date for a huge
+ * duration): callers check the range, so they can say which rule was broken.
  */
 export function parseTimeBound(text: string, now: Date = new Date()): Date | undefined {
   const value = text.trim();

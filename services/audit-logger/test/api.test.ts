@@ -113,6 +113,15 @@ async function get(path: string, token: string | null = TOKEN, at = base) {
   return { status: response.status, headers: response.headers, body };
 }
 
+/** A 400 `INVALID_QUERY` whose issues name exactly `parameter`. */
+async function expectInvalidQuery(path: string, parameter: string): Promise<void> {
+  const { status, body } = await get(path);
+  expect(status).toBe(400);
+  expect(body.error.code).toBe('INVALID_QUERY');
+  expect(body.error.issues.map((i: { parameter: string }) => i.parameter)).toEqual([parameter]);
+  expect(body.error.message).toContain(parameter);
+}
+
 describe('GET /api/audit/records', () => {
   it.each([
     ['', records.map((_, i) => i).slice(0)],
@@ -168,12 +177,13 @@ describe('GET /api/audit/records', () => {
     ['tool=', 'tool'],
     ['tool=a&tool=b', 'tool'],
     ['colour=red', 'colour'],
+    // Before year 1 (or past 9999): refused up front, never a database error (503).
+    ['since=0000-01-01T00:00:00Z', 'since'],
+    ['since=0000-06-01', 'since'],
+    ['until=0000-01-02T00:00:00Z', 'until'],
+    ['since=740000d', 'since'],
   ])('?%s is a 400 naming %s', async (query, parameter) => {
-    const { status, body } = await get(`/api/audit/records?${query}`);
-    expect(status).toBe(400);
-    expect(body.error.code).toBe('INVALID_QUERY');
-    expect(body.error.issues.map((i: { parameter: string }) => i.parameter)).toEqual([parameter]);
-    expect(body.error.message).toContain(parameter);
+    await expectInvalidQuery(`/api/audit/records?${query}`, parameter);
   });
 });
 
@@ -225,6 +235,17 @@ describe('GET /api/audit/stats', () => {
     const bad = await get('/api/audit/stats?since=1h&until=2h');
     expect(bad.status).toBe(400);
     expect(bad.body.error.issues[0].parameter).toBe('until');
+  });
+
+  it.each([
+    ['since=1000000d', 'since'],
+    ['since=0000-01-01', 'since'],
+    ['until=0000-01-02T00:00:00Z', 'until'],
+    // Later than now (the default until): refused like /records refuses until <= since.
+    ['since=2999-01-01', 'since'],
+    ['since=2999-01-01&until=2998-01-01', 'until'],
+  ])('?%s is a 400 naming %s', async (query, parameter) => {
+    await expectInvalidQuery(`/api/audit/stats?${query}`, parameter);
   });
 });
 
