@@ -23,7 +23,7 @@ describe('chain abort mapping', () => {
     expect(chainAbortToToolResult({ ...base, status: 'success', abortedAt: [] })).toBeUndefined();
   });
 
-  it('maps denials to 403 (POLICY_DENIED) listing every blocking validator', () => {
+  it('maps denials to -32602 listing every blocking validator (DESIGN.md §2)', () => {
     const error = chainAbortToError({
       ...base,
       status: 'validation_failed',
@@ -45,7 +45,7 @@ describe('chain abort mapping', () => {
       ],
     });
     expect(error).toBeInstanceOf(ProtocolError);
-    expect(error?.code).toBe(JsonRpcCode.POLICY_DENIED);
+    expect(error?.code).toBe(-32602);
     expect(error?.data).toEqual({
       validationErrors: [
         { interceptor: 'policy', reason: 'rule x', type: 'validation', phase: 'request' },
@@ -135,7 +135,7 @@ describe('chain abort mapping', () => {
     if (result === undefined) throw new Error('expected a tool result');
     expect(result.isError).toBe(true);
     expect(result.content[0]?.text).toContain('rule big-transfers');
-    expect((result._meta as Record<string, { code: number }>)['fleet/denial']?.code).toBe(403);
+    expect((result._meta as Record<string, { code: number }>)['fleet/denial']?.code).toBe(-32602);
   });
 });
 

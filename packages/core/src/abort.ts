@@ -15,8 +15,9 @@ export interface ValidationErrorEntry {
 
 /**
  * The JSON-RPC error for an aborted chain, or undefined when it succeeded.
- * - explicit validation denial → 403 ({@link JsonRpcCode.POLICY_DENIED}) `{validationErrors: [...]}`
- *   (every blocking validator): a policy decision, told apart from malformed params (-32602)
+ * - explicit validation denial → -32602 `{validationErrors: [...]}` (every blocking
+ *   validator; DESIGN.md §2): a policy decision, told apart from malformed params by its
+ *   `validationErrors` (see `isDenial`)
  * - invocation failure without failOpen → -32603 `{failedInterceptor, reason, phase}`
  * - chain budget exhausted → -32603 `{reason: "timeout", phase, timeoutMs}`
  */
@@ -50,7 +51,7 @@ export function chainAbortToError(result: ChainResult): ProtocolError | undefine
       validationErrors.length === 1 && first
         ? `Blocked by interceptor "${first.interceptor}": ${first.reason}`
         : `Blocked by ${validationErrors.length} interceptors: ${validationErrors.map((v) => v.interceptor).join(', ')}`;
-    return new ProtocolError(JsonRpcCode.POLICY_DENIED, message, { validationErrors });
+    return new ProtocolError(JsonRpcCode.INVALID_PARAMS, message, { validationErrors });
   }
   const failed = abortedAt[0];
   const failedInterceptor = failed?.interceptor ?? 'unknown';

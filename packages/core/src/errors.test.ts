@@ -18,12 +18,18 @@ describe('httpStatusOfJsonRpcError', () => {
     [JsonRpcCode.MISSING_REQUIRED_CLIENT_CAPABILITY, 400],
     [JsonRpcCode.UNSUPPORTED_PROTOCOL_VERSION, 400],
     [JsonRpcCode.METHOD_NOT_FOUND, 404],
-    [JsonRpcCode.POLICY_DENIED, 403],
     // Owned by several entries, or by none: the body alone carries the error.
     [JsonRpcCode.INVALID_REQUEST, 200],
     [JsonRpcCode.INTERNAL_ERROR, 200],
     [-32050, 200],
   ])('%i → HTTP %i', (code, status) => {
     expect(httpStatusOfJsonRpcError(code)).toBe(status);
+  });
+
+  it('answers an interceptor denial (-32602 with validationErrors) with 403', () => {
+    const denial = { validationErrors: [{ interceptor: 'p', reason: 'no' }] };
+    expect(httpStatusOfJsonRpcError(JsonRpcCode.INVALID_PARAMS, denial)).toBe(403);
+    expect(httpStatusOfJsonRpcError(JsonRpcCode.INVALID_PARAMS, { field: 'name' })).toBe(400);
+    expect(httpStatusOfJsonRpcError(JsonRpcCode.INTERNAL_ERROR, denial)).toBe(200);
   });
 });

@@ -17,8 +17,6 @@ export const JsonRpcCode = {
   MISSING_REQUIRED_CLIENT_CAPABILITY: -32021,
   /** MCP 2026-07-28: the request names a protocol revision the server does not serve. */
   UNSUPPORTED_PROTOCOL_VERSION: -32022,
-  /** An interceptor denied the request or its response (a policy decision, not a fault). */
-  POLICY_DENIED: 403,
 } as const;
 
 /** Each local error code with the JSON-RPC code and HTTP status it maps to. */
@@ -69,8 +67,6 @@ export const HTTP_ERROR_CODES = {
   UNAUTHORIZED: { http: 401, jsonrpc: JsonRpcCode.INVALID_REQUEST },
   /** A foreign Host or Origin, or a session of another principal. */
   FORBIDDEN: { http: 403, jsonrpc: JsonRpcCode.INVALID_REQUEST },
-  /** An interceptor denied the request or its response. */
-  POLICY_DENIED: { http: 403, jsonrpc: JsonRpcCode.POLICY_DENIED },
   /** An `Mcp-Session-Id` the gateway does not know (expired or never issued). */
   SESSION_NOT_FOUND: { http: 404, jsonrpc: JsonRpcCode.INVALID_REQUEST },
   /** A method the gateway does not serve (a stateless request). */
@@ -96,13 +92,24 @@ export type HttpErrorCode = keyof typeof HTTP_ERROR_CODES;
 
 /**
  * The HTTP status for a JSON-RPC error that answers a request, where the transport lets the
- * status vary (a plain-JSON answer to a stateless request): the status of the
+ * status vary (a plain-JSON answer to a stateless request): 403 for an interceptor's denial
+ * (-32602 whose `data` lists `validationErrors`, DESIGN.md §2), else the status of the
  * {@link HTTP_ERROR_CODES} entry that owns `code`, when exactly one does (-32700, -32602,
- * -32601, -32020..-32022, 403); otherwise 200 and the body alone carries the error (e.g.
+ * -32601, -32020..-32022); otherwise 200 and the body alone carries the error (e.g.
  * -32603, which is a fault of the gateway or a backend, not of the HTTP exchange).
  */
-export function httpStatusOfJsonRpcError(code: number): number {
+export function httpStatusOfJsonRpcError(code: number, data?: unknown): number {
+  if (code === JsonRpcCode.INVALID_PARAMS && isDenial(data)) return 403;
   return STATUS_OF_JSONRPC.get(code) ?? 200;
+}
+
+/** Whether an error's `data` is an interceptor denial's (it lists `validationErrors`). */
+export function isDenial(data: unknown): boolean {
+  return (
+    typeof data === 'object' &&
+    data !== null &&
+    Array.isArray((data as { validationErrors?: unknown }).validationErrors)
+  );
 }
 
 /** JSON-RPC code → HTTP status, for the codes that exactly one table entry owns. */

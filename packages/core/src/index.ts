@@ -35,6 +35,7 @@ export {
   HTTP_ERROR_CODES,
   httpStatusOf,
   httpStatusOfJsonRpcError,
+  isDenial,
   JsonRpcCode,
   jsonRpcCodeOf,
   ProtocolError,

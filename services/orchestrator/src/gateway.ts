@@ -52,7 +52,7 @@ import type { OrchestratorConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
-import type { GatewayTelemetry } from './telemetry.ts';
+import { type GatewayTelemetry, shownMethod } from './telemetry.ts';
 import { clampTextContent, invalidArguments, SchemaValidators } from './tool-schemas.ts';
 import { ToolView } from './tool-view.ts';
 
@@ -646,7 +646,10 @@ export class Gateway {
     }
     if (this.#deps.backends.length === 1)
       return this.#call(session, this.#deps.backends[0] as Backend, method, params, extra, scope);
-    throw new ProtocolError(JsonRpcCode.METHOD_NOT_FOUND, `Method not found: ${method}`);
+    throw new ProtocolError(
+      JsonRpcCode.METHOD_NOT_FOUND,
+      `Method not found: ${shownMethod(method)}`,
+    );
   }
 
   /**

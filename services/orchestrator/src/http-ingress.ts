@@ -201,7 +201,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         if (!(error instanceof ProtocolError)) throw error;
         new ResponseChannel(res).finish(
           JSON.stringify(errorEnvelope(id, error.code, error.message, error.data)),
-          httpStatusOfJsonRpcError(error.code),
+          httpStatusOfJsonRpcError(error.code, error.data),
         );
         return;
       }

@@ -35,6 +35,7 @@ import {
 } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
 import { type PostedMessage, ResponseChannel, sendError } from './session-transport.ts';
+import { shownMethod } from './telemetry.ts';
 
 /** Methods of the session revisions that 2026-07-28 removed, and ones the gateway does not serve statelessly. */
 const NOT_STATELESS = new Set([
@@ -164,7 +165,7 @@ export function serveStateless(
     if (NOT_STATELESS.has(method))
       throw new ProtocolError(
         JsonRpcCode.METHOD_NOT_FOUND,
-        `Method not found: ${method} is not served to stateless (${meta.protocolVersion}) requests`,
+        `Method not found: ${shownMethod(method)} is not served to stateless (${meta.protocolVersion}) requests`,
       );
     return handleClientRequest(gateway, registry, session, method, params, context);
   };
@@ -179,7 +180,7 @@ export function serveStateless(
         log.warn({ method, err: String(thrown) }, 'stateless request failed');
       channel.finish(
         JSON.stringify(errorEnvelope(id, error.code, error.message, error.data)),
-        httpStatusOfJsonRpcError(error.code),
+        httpStatusOfJsonRpcError(error.code, error.data),
       );
     },
   );

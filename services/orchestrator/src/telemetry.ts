@@ -29,6 +29,49 @@ const LATENCY_BUCKETS_MS = [
   0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
 ];
 
+/**
+ * The MCP methods (both directions, every revision the gateway serves) whose names may
+ * label a metric as they are. Any other method, which a client can make up at will, is
+ * counted as `other`: a label value per made-up name would grow `/metrics` and the
+ * gateway's memory without bound (spans still carry the real name).
+ */
+const METRIC_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+  'tasks/cancel',
+  'server/discover',
+  'subscriptions/listen',
+  'sampling/createMessage',
+  'elicitation/create',
+  'roots/list',
+  'interceptors/list',
+  'interceptor/invoke',
+]);
+
+/** `method` as an error message quotes it: a made-up name can be as long as the body. */
+export function shownMethod(method: string): string {
+  return method.length <= 128 ? method : `${method.slice(0, 128)}… (${method.length} characters)`;
+}
+
+/** `method` as a metric label: itself when it is an MCP method, else `other`. */
+export function methodLabel(method: string): string {
+  return METRIC_METHODS.has(method) ? method : 'other';
+}
+
 function guard(fn: () => void): void {
   try {
     fn();
@@ -59,11 +102,11 @@ export function createGatewayTelemetry(): GatewayTelemetry {
   return {
     tracer: trace.getTracer('@fleet/orchestrator'),
     recordRequest: (method, status, durationMs) =>
-      guard(() => request.record(durationMs, { 'mcp.method.name': method, status })),
+      guard(() => request.record(durationMs, { 'mcp.method.name': methodLabel(method), status })),
     recordChain: (result) =>
       guard(() => {
         chain.record(result.totalDurationMs, {
-          'fleet.chain.event': result.event,
+          'fleet.chain.event': methodLabel(result.event),
           'fleet.chain.phase': result.phase,
           'fleet.chain.status': result.status,
         });
@@ -81,7 +124,10 @@ export function createGatewayTelemetry(): GatewayTelemetry {
       ),
     recordBackend: (id, method, durationMs) =>
       guard(() =>
-        backend.record(durationMs, { 'fleet.backend.id': id, 'mcp.method.name': method }),
+        backend.record(durationMs, {
+          'fleet.backend.id': id,
+          'mcp.method.name': methodLabel(method),
+        }),
       ),
   };
 }

@@ -120,7 +120,7 @@ auth:
       `[fx] hello ${MARKER}`,
     );
     const denied = await call('echo', { text: `deny-me ${MARKER}` });
-    expect('error' in denied.outcome && (denied.outcome.error as McpError).code).toBe(403);
+    expect('error' in denied.outcome && (denied.outcome.error as McpError).code).toBe(-32602);
     const failed = await call('throw', { message: `backend says ${MARKER}` });
     expect('error' in failed.outcome && failed.outcome.error).toBeInstanceOf(McpError);
 

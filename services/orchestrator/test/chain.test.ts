@@ -112,7 +112,7 @@ describe('the chain in the gateway', () => {
       );
       // Every call got its own mutations and its own verdict, batched or not.
       texts.forEach((text, i) => {
-        if (text.startsWith('forbidden')) expect((results[i] as McpError).code).toBe(403);
+        if (text.startsWith('forbidden')) expect((results[i] as McpError).code).toBe(-32602);
         else expect(results[i]).toBe(`[fx] ${text}! #tagged`);
       });
       return served.map((s, i) => s.posts() - (before[i] ?? 0));
@@ -128,7 +128,7 @@ describe('the chain in the gateway', () => {
     expect(coalesced).toBeLessThan(44);
   });
 
-  it('blocks with 403 (policy denial) listing the validator, and never calls the backend', async () => {
+  it('blocks with -32602 (policy denial) listing the validator, and never calls the backend', async () => {
     const { client, backend } = await setup(list, [
       [forbidden, textArgMutator('upper', (s) => s.toUpperCase())],
     ]);
@@ -137,7 +137,7 @@ describe('the chain in the gateway', () => {
       .callTool({ name: 'bump', arguments: { text: 'forbidden fruit' } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(403);
+    expect((error as McpError).code).toBe(-32602);
     expect((error as McpError).data).toEqual({
       validationErrors: [
         {
@@ -196,7 +196,7 @@ describe('the chain in the gateway', () => {
       const denied = await client
         .callTool({ name: 'bump', arguments: { text: 'forbidden fruit' } })
         .catch((e: unknown) => e);
-      expect((denied as McpError).code).toBe(403);
+      expect((denied as McpError).code).toBe(-32602);
       expect(backend.state.counter).toBe(before);
       // The denied call's audit lists what decided it, as in order.
       const deniedRun = gateway.executions.find((e) => e.result.status === 'validation_failed');

@@ -1,6 +1,6 @@
 /**
- * A policy denial (an interceptor's explicit `valid: false`) is JSON-RPC code 403 with its
- * `validationErrors`. Its HTTP status is 403 where the transport lets a status vary: a
+ * A policy denial (an interceptor's explicit `valid: false`) is JSON-RPC code -32602 with
+ * its `validationErrors` (DESIGN.md §2). Its HTTP status is 403 where the transport lets a status vary: a
  * stateless request answered as plain JSON. A session's answers, and any answer already
  * streaming as SSE, travel with 200 (the status is sent before the denial is known, and
  * session clients read another status as a failed POST). `chain.denyAs: toolResult` answers
@@ -52,7 +52,7 @@ async function setup(extra = '') {
 }
 
 describe('policy denials', () => {
-  it('answers a stateless plain-JSON request with HTTP 403 and JSON-RPC 403', async () => {
+  it('answers a stateless plain-JSON request with HTTP 403 and JSON-RPC -32602', async () => {
     const { gateway, backend } = await setup();
     const reply = await postModern(
       gateway.mcpUrl,
@@ -69,7 +69,7 @@ describe('policy denials', () => {
       jsonrpc: '2.0',
       id: 0,
       error: {
-        code: 403,
+        code: -32602,
         message: 'Blocked by interceptor "no-forbidden": the word "forbidden" is not allowed',
         data: VALIDATION_ERRORS,
       },
@@ -77,7 +77,7 @@ describe('policy denials', () => {
     expect(backend.state.counter).toBe(0);
   });
 
-  it('keeps HTTP 200 once the answer is an SSE stream, the error still 403', async () => {
+  it('keeps HTTP 200 once the answer is an SSE stream, the error still -32602', async () => {
     const { gateway } = await setup();
     const reply = await postModern(
       gateway.mcpUrl,
@@ -92,20 +92,20 @@ describe('policy denials', () => {
       jsonrpc: '2.0',
       id: 1,
       error: {
-        code: 403,
+        code: -32602,
         data: { validationErrors: [{ interceptor: 'no-done', phase: 'response' }] },
       },
     });
   });
 
-  it('reaches an SDK session client as McpError 403 with its data (HTTP 200)', async () => {
+  it('reaches an SDK session client as McpError -32602 with its data (HTTP 200)', async () => {
     const { gateway } = await setup();
     const client = await connectClient(gateway.mcpUrl);
     const error = await client
       .callTool({ name: 'echo', arguments: { text: 'forbidden fruit' } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(403);
+    expect((error as McpError).code).toBe(-32602);
     expect((error as McpError).data).toEqual(VALIDATION_ERRORS);
     expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'fine' } }))).toBe(
       '[fx] fine',
@@ -117,7 +117,7 @@ describe('policy denials', () => {
     const client = await connectClient(gateway.mcpUrl);
     const result = await client.callTool({ name: 'echo', arguments: { text: 'forbidden' } });
     expect(result.isError).toBe(true);
-    expect((result._meta as Record<string, { code: number }>)['fleet/denial']?.code).toBe(403);
+    expect((result._meta as Record<string, { code: number }>)['fleet/denial']?.code).toBe(-32602);
     const reply = await postModern(gateway.mcpUrl, 'tools/call', {
       name: 'echo',
       arguments: { text: 'forbidden' },
@@ -126,7 +126,7 @@ describe('policy denials', () => {
     expect(reply.json.result).toMatchObject({
       isError: true,
       _meta: {
-        'fleet/denial': { code: 403, data: VALIDATION_ERRORS },
+        'fleet/denial': { code: -32602, data: VALIDATION_ERRORS },
         'io.modelcontextprotocol/serverInfo': { name: 'interceptor-fleet' },
       },
     });

@@ -16,6 +16,7 @@ import {
   startHttpBackend,
   startServiceProcess,
 } from '@fleet/test-fixtures';
+import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer } from './harness.ts';
@@ -108,8 +109,16 @@ describe('orchestrator process', () => {
     expect(backendCall?.parentSpanId).toBe(root?.spanId);
     expect(headers.traceparent?.split('-')[2]).toBe(backendCall?.spanId);
 
+    // A made-up method is answered, but never becomes a metric label of its own: a client
+    // could otherwise grow /metrics (and the gateway's memory) without bound.
+    const madeUp = `x/${'y'.repeat(5000)}`;
+    await expect(client.request({ method: madeUp }, EmptyResultSchema)).rejects.toMatchObject({
+      code: -32601,
+    });
     const metrics = await (await fetch(`${orchestrator.url}/metrics`)).text();
     expect(metrics).toContain('fleet_interceptor_duration');
+    expect(metrics).toMatch(/fleet_request_duration[a-z_]*\{[^}]*mcp_method_name="other"/);
+    expect(metrics).not.toContain('yyyy');
 
     const exit = await orchestrator.stop('SIGTERM');
     expect(exit.code).toBe(0);

@@ -32,8 +32,8 @@ describe('fleet demo', () => {
     // 2. The client's own token is restored on the way to the tool.
     expect(out).toContain('restored the real address on the way in');
     // 3. and 4. A policy denial with its rule, a secret refused without its value.
-    expect(out).toMatch(/delete_record\(id: "42"\) → JSON-RPC error 403: .*admins-only-delete/);
-    expect(out).toMatch(/get_weather\(.*\) → JSON-RPC error 403: .*SECRET at arguments\.apiKey/);
+    expect(out).toMatch(/delete_record\(id: "42"\) → JSON-RPC error -32602: .*admins-only-delete/);
+    expect(out).toMatch(/get_weather\(.*\) → JSON-RPC error -32602: .*SECRET at arguments\.apiKey/);
     expect(out).not.toContain('MCP error');
     // 5. The audit trail of each call, with a link to the viewer.
     expect(out).toMatch(/lookup_customer {2}trace [0-9a-f]{32}/);

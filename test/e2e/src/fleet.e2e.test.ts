@@ -129,7 +129,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
         .callTool({ name: 'delete_record', arguments: { id: '42' } })
         .catch((e: unknown) => e);
       expect(error, stderr).toBeInstanceOf(McpError);
-      expect((error as McpError).code).toBe(403);
+      expect((error as McpError).code).toBe(-32602);
     } finally {
       await desktop.close();
       await second.close();
@@ -143,7 +143,7 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
       .callTool({ name: 'delete_record', arguments: { id: '42' } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(403);
+    expect((error as McpError).code).toBe(-32602);
     expect(JSON.stringify((error as McpError).data)).toContain('admins-only-delete');
     expect(text(await alice.callTool({ name: 'delete_record', arguments: { id: '7' } }))).toContain(
       'Deleted',

@@ -2,7 +2,7 @@
  * A scaffolded interceptor registered at runtime: `scaffoldInterceptor` writes a new
  * validation service into `services/zz-e2e-<run>` of this repository, it runs from source
  * as its own process, `fleet register` adds it to the running fleet, `fleet chain` shows it
- * among the validators, a tools/call with one of its blocked words is refused with 403
+ * among the validators, a tools/call with one of its blocked words is refused with -32602
  * naming it while other calls pass, and `fleet unregister` takes it out again.
  */
 import { randomBytes } from 'node:crypto';
@@ -152,11 +152,11 @@ describe('a scaffolded interceptor registered at runtime', { timeout: 60_000 }, 
     expect(entry).toMatchObject({ type: 'validation', mode: 'active', service: registered });
   });
 
-  it('refuses a call carrying its blocked word with 403 (policy denial) naming it; others pass', async () => {
+  it('refuses a call carrying its blocked word with -32602 (policy denial) naming it; others pass', async () => {
     expect(registered, 'registered by the previous test').toBeDefined();
     const error = await call({ city: `Oslo ${BLOCKED.toUpperCase()} depot` });
     expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(403);
+    expect((error as McpError).code).toBe(-32602);
     const data = JSON.stringify((error as McpError).data);
     expect(data).toContain(NAME);
     expect(data).toContain('arguments.city');
