@@ -10,6 +10,7 @@ import {
   FleetError,
   type InterceptorInfo,
   type Invoker,
+  JsonRpcCode,
   type Phase,
   ProtocolError,
   parseServiceOverrides,
@@ -46,6 +47,27 @@ export interface Registration {
 }
 
 /** A registry operation that failed, with the HTTP status the admin API answers. */
+/** The name the invoke probe asks for: no interceptor server has it. */
+const PROBE_NAME = 'fleet.registry/probe-not-an-interceptor';
+
+/**
+ * Whether a service serves `interceptor/invoke`: asked for an interceptor it does not have,
+ * an interceptor server refuses the params (-32602); a server without the method answers
+ * -32601. Any other outcome (a transport failure included) counts as serving it, so a
+ * flaky answer never turns a real interceptor server away here.
+ */
+async function servesInvoke(remote: RemoteService): Promise<boolean> {
+  try {
+    await remote.invoke(
+      { name: PROBE_NAME, event: 'tools/call', phase: 'request', payload: {} },
+      { signal: AbortSignal.timeout(10_000) },
+    );
+    return true;
+  } catch (error) {
+    return !(error instanceof ProtocolError && error.code === JsonRpcCode.METHOD_NOT_FOUND);
+  }
+}
+
 export class RegistryError extends Error {
   override readonly name = 'RegistryError';
   constructor(
@@ -234,6 +256,15 @@ export class Registry {
         throw new RegistryError(422, `${entry.url} is an MCP server but declares no interceptors`, {
           url: entry.url,
         });
+      }
+      if (!(await servesInvoke(entry.remote))) {
+        // Another gateway (this one included) lists its chain's interceptors too, but
+        // refuses to run them: registering it would fail every intercepted call.
+        throw new RegistryError(
+          422,
+          `${entry.url} lists interceptors but does not serve interceptor/invoke (is it a gateway?)`,
+          { url: entry.url },
+        );
       }
       for (const r of rejected) {
         this.#options.log.warn(

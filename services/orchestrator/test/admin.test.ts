@@ -180,6 +180,33 @@ describe('admin API', () => {
     expect(res.status).toBe(422);
   });
 
+  it('answers 422 for a gateway (itself), which lists interceptors but does not run them', async () => {
+    const service = await serveInterceptors([gate]);
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const gw = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${service.url}"\n`,
+      { adminToken: ADMIN },
+    );
+    const res = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: gw.mcpUrl }),
+    });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { error: string }).error).toMatch(
+      /does not serve interceptor\/invoke/,
+    );
+    const listed = (await (await admin(gw.base, '/services')).json()) as {
+      services: Array<{ source: string }>;
+    };
+    expect(listed.services.map((s) => s.source)).toEqual(['config']);
+    // The chain is untouched: calls still go through.
+    const client = await connectClient(gw.mcpUrl);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }))).toBe(
+      '[fx] hi',
+    );
+  });
+
   it('requires the admin token', async () => {
     const gw = await startGateway('', { adminToken: ADMIN });
     expect((await admin(gw.base, '/services', {}, 'wrong')).status).toBe(401);
