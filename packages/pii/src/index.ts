@@ -30,6 +30,7 @@ export {
   collectTokens,
   findTokens,
   formatToken,
+  mintTokenId,
   restoreTokens,
   restoreTokensInValue,
 } from './tokens.ts';

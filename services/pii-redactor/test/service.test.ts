@@ -63,6 +63,7 @@ async function client(): Promise<Client> {
   return c;
 }
 
+const TOKEN = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/;
 const alice = { type: 'user', id: 'alice' };
 const mallory = { type: 'user', id: 'mallory' };
 
@@ -152,6 +153,81 @@ describe('pii-redactor', () => {
     expect(stolen.info).toMatchObject({ restored: 0, unrestorable: 1 });
   });
 
+  it('tokenizes the same raw value on every request, never restoring a token it minted', async () => {
+    const c = await client();
+    const request = { name: 'send_email', arguments: { to: 'grace.hopper@example.com' } };
+    const first = await invoke(c, 'pii-redactor', 'request', request, alice);
+    const second = await invoke(c, 'pii-redactor', 'request', request, alice);
+    for (const answer of [first, second]) {
+      const to = (answer.payload as typeof request).arguments.to;
+      expect(to).toMatch(TOKEN);
+      expect(JSON.stringify(answer.payload)).not.toContain('grace.hopper');
+      expect(answer.info).toMatchObject({
+        counts: { EMAIL_ADDRESS: 1 },
+        restored: 0,
+        unrestorable: 0,
+      });
+    }
+    // Deterministic per scope: the same token both times.
+    expect((second.payload as typeof request).arguments.to).toBe(
+      (first.payload as typeof request).arguments.to,
+    );
+  });
+
+  it('restores only the tokens the caller sent, where the caller sent them', async () => {
+    const c = await client();
+    const out = await invoke(c, 'pii-redactor', 'response', RESULT, alice);
+    const token = TOKEN.exec((out.payload as typeof RESULT).content[0]?.text ?? '')?.[0] ?? '';
+    expect(token).not.toBe('');
+    // The caller sends her token back and types the very value it stands for elsewhere: the
+    // token is restored, the typed value is tokenized (to the same token, never restored).
+    const request = {
+      name: 'send_email',
+      arguments: {
+        to: token,
+        cc: 'ada.lovelace@example.com',
+        bcc: '<<EMAIL_ADDRESS:tok_000000000000>>',
+      },
+    };
+    const answer = await invoke(c, 'pii-redactor', 'request', request, alice);
+    expect(answer).toMatchObject({
+      modified: true,
+      payload: {
+        arguments: {
+          to: 'ada.lovelace@example.com',
+          cc: token,
+          bcc: '<<EMAIL_ADDRESS:tok_000000000000>>',
+        },
+      },
+      info: { counts: { EMAIL_ADDRESS: 1 }, restored: 1, unrestorable: 1 },
+    });
+  });
+
+  it('never stores nor restores for a caller without principal id and session', async () => {
+    const c = await client();
+    const before = (await redis.keys(`${prefix}:*`)).length;
+    const anonymous = { type: 'anonymous' };
+    const one = await invoke(c, 'pii-redactor', 'response', RESULT, anonymous);
+    const two = await invoke(c, 'pii-redactor', 'response', RESULT, undefined);
+    const tokenOf = (answer: typeof one) =>
+      TOKEN.exec((answer.payload as typeof RESULT).content[0]?.text ?? '')?.[0] ?? '';
+    expect(tokenOf(one)).toMatch(TOKEN);
+    expect(tokenOf(two)).toMatch(TOKEN);
+    // Equal values of different anonymous callers get unrelated tokens.
+    expect(tokenOf(two)).not.toBe(tokenOf(one));
+    expect((await redis.keys(`${prefix}:*`)).length).toBe(before);
+
+    const request = { name: 'send_email', arguments: { to: tokenOf(one), cc: 'x.y@example.org' } };
+    for (const principal of [anonymous, undefined, { type: 'user' }]) {
+      const answer = await invoke(c, 'pii-redactor', 'request', request, principal);
+      const args = (answer.payload as typeof request).arguments;
+      expect(args.to).toBe(tokenOf(one));
+      expect(args.cc).toMatch(TOKEN);
+      expect(answer.info).toMatchObject({ restored: 0, unrestorable: 1 });
+    }
+    expect((await redis.keys(`${prefix}:*`)).length).toBe(before);
+  });
+
   it('scopes tokens to the session when there is one', async () => {
     const c = await client();
     const out = await invoke(c, 'pii-redactor', 'response', RESULT, alice, { sessionId: 's-1' });
@@ -220,7 +296,7 @@ describe('pii-redactor', () => {
     expect(answer.id).toBe(7);
     // The caller's input is at fault: invalid params, naming the limit and where it was crossed.
     expect(answer.error?.code).toBe(-32602);
-    expect(answer.error?.data).toMatchObject({ reason: 'limit_exceeded' });
+    expect(answer.error?.data).toMatchObject({ name: 'pii-redactor', reason: 'limit_exceeded' });
     expect(JSON.stringify(answer.error?.data)).toMatch(/depth/i);
     expect(JSON.stringify(answer.error?.data)).toContain('structuredContent');
     const c = await client();
@@ -235,5 +311,33 @@ describe('pii-redactor', () => {
         )
       ).modified,
     ).toBe(false);
+  });
+
+  it('refuses a payload over the engine limits with -32602 naming the interceptor', async () => {
+    const config = parsePiiConfigText('limits: {maxDepth: 8, maxStringBytes: 64}');
+    const vault = new RedisTokenVault(redis, { secret: 'test-hmac-key-0123456789', prefix });
+    const app = createPiiRedactorApp({ engine: () => engineFor(config, undefined), vault });
+    const small = await listen(app.listener, { service: 'pii-redactor', announce: false });
+    cleanups.push(() => small.close(100));
+    const c = new Client({ name: 'stock', version: '1.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`)));
+    cleanups.push(() => c.close());
+    const long = { content: [{ type: 'text', text: 'x'.repeat(100) }] };
+    for (const name of ['pii-redactor', 'pii-guard'] as const) {
+      const phase = name === 'pii-guard' ? 'request' : 'response';
+      const payload =
+        name === 'pii-guard' ? { name: 't', arguments: { a: 'x'.repeat(100) } } : long;
+      const error = await invoke(c, name, phase, payload, alice).then(
+        () => undefined,
+        (e: unknown) => e as { code: number; data?: unknown },
+      );
+      expect(error?.code).toBe(-32602);
+      expect(error?.data).toMatchObject({
+        name,
+        reason: 'limit_exceeded',
+        limit: 'maxStringBytes',
+        max: 64,
+      });
+    }
   });
 });
