@@ -17,7 +17,9 @@ import {
   HTTP_ERROR_CODES,
   type HttpErrorCode,
   InterceptorMethod,
+  JsonRpcCode,
   LazyAbortController,
+  type ProtocolError,
   type SignalSource,
   toProtocolError,
 } from '@fleet/core';
@@ -30,14 +32,16 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
 import express, { type Express } from 'express';
-import { runInvokeBatch } from './batch.ts';
+import { type BatchAnswer, runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
+import { checkInvokeDepth, type InvokeLimits, resolveMaxDepth } from './limits.ts';
+import { createLogger, type Logger } from './logger.ts';
 import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
 import { withServerSpan } from './trace.ts';
 
 /** Options for {@link createInterceptorHttpApp}. */
-export interface InterceptorHttpOptions extends ServerIdentity {
-  /** When set, `/mcp` requires `Authorization: Bearer <token>`. */
+export interface InterceptorHttpOptions extends ServerIdentity, InvokeLimits {
+  /** When set, `/mcp` requires `Authorization: Bearer <token>` (the scheme in any case). */
   token?: string | undefined;
   /** Largest accepted request body. Default 4 MiB. */
   maxBodyBytes?: number;
@@ -45,6 +49,11 @@ export interface InterceptorHttpOptions extends ServerIdentity {
   ready?: () => boolean | Promise<boolean>;
   /** Extra routes (e.g. `/metrics`) mounted before the MCP endpoint. */
   extend?: (app: Express) => void;
+  /**
+   * Where answers that cannot be sent are logged (never with the payload). Default: a pino
+   * logger named after the service, made on first use.
+   */
+  logger?: Logger;
 }
 
 /** An HTTP front for an interceptor host. */
@@ -64,7 +73,15 @@ function sendJson(
   body: unknown,
   headers: Record<string, string> = {},
 ): void {
-  const text = JSON.stringify(body);
+  sendText(res, status, JSON.stringify(body), headers);
+}
+
+function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
@@ -88,6 +105,12 @@ function sendError(
 export function errorEnvelope(id: unknown, code: number, message: string, data?: unknown) {
   const error = data === undefined ? { code, message } : { code, message, data };
   return isId(id) ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', error };
+}
+
+/** The interceptor an invoke's params name (`unknown` when they name none). */
+function nameOf(params: unknown): string {
+  const name = (params as { name?: unknown } | null | undefined)?.name;
+  return typeof name === 'string' ? name : 'unknown';
 }
 
 function isId(id: unknown): id is string | number {
@@ -156,6 +179,12 @@ export function createInterceptorHttpApp(
   options: InterceptorHttpOptions,
 ): InterceptorHttpApp {
   const { token, maxBodyBytes = DEFAULT_MAX_BODY, ready } = options;
+  const maxDepth = resolveMaxDepth(options.maxDepth);
+  let log = options.logger;
+  const logger = (): Logger => {
+    log ??= createLogger(options.name);
+    return log;
+  };
   const app = express();
   app.disable('x-powered-by');
   app.get('/healthz', (_req, res) => {
@@ -223,7 +252,8 @@ export function createInterceptorHttpApp(
             : undefined,
       tracestate: typeof headers?.tracestate === 'string' ? headers.tracestate : undefined,
     };
-    const name = typeof p?.name === 'string' ? p.name : 'unknown';
+    const name = nameOf(params);
+    checkInvokeDepth(params, maxDepth);
     return withServerSpan(
       `interceptor/invoke ${name}`,
       carrier,
@@ -334,15 +364,74 @@ export function createInterceptorHttpApp(
           tracedInvoke(invocation, undefined, controller.lazySignal),
         );
       else result = await tracedInvoke(params, req.headers, controller.lazySignal);
-      if (!res.writableEnded) sendJson(res, 200, { jsonrpc: '2.0', id, result });
+      if (!res.writableEnded) sendText(res, 200, answerText(id, method, params, result));
     } catch (error) {
       const protocolError = toProtocolError(error);
-      if (!res.writableEnded)
-        sendJson(
-          res,
-          200,
-          errorEnvelope(id, protocolError.code, protocolError.message, protocolError.data),
+      if (!res.writableEnded) sendText(res, 200, errorText(id, protocolError));
+    }
+  };
+
+  /** -32603 `{interceptor, reason}` for an answer JSON.stringify could not write, logged. */
+  const unserialisable = (interceptor: string, method: unknown, error: unknown) => {
+    const reason = 'the answer could not be serialised as JSON';
+    logger().error(
+      {
+        interceptor,
+        method,
+        err: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      },
+      `${reason}; answered -32603 instead`,
+    );
+    return {
+      code: JsonRpcCode.INTERNAL_ERROR,
+      message: 'Interceptor execution failed',
+      data: { interceptor, reason },
+    };
+  };
+
+  /**
+   * The text of a result answer. One that JSON.stringify cannot write (nested past its
+   * recursion, a BigInt, a cycle) becomes -32603 `{interceptor, reason}` and a log line, not
+   * an escaped exception's bare "Internal error". A batch is retried item by item so only
+   * the answers that cannot be written fail.
+   */
+  const answerText = (id: string | number, method: unknown, params: unknown, result: unknown) => {
+    try {
+      return JSON.stringify({ jsonrpc: '2.0', id, result });
+    } catch (error) {
+      if (method === InterceptorMethod.INVOKE_BATCH) {
+        const invocations = (params as { invocations?: unknown[] }).invocations ?? [];
+        const results = (result as { results: BatchAnswer[] }).results.map(
+          (answer, i): BatchAnswer => {
+            try {
+              JSON.stringify(answer);
+              return answer;
+            } catch (itemError) {
+              return { error: unserialisable(nameOf(invocations[i]), method, itemError) };
+            }
+          },
         );
+        try {
+          return JSON.stringify({ jsonrpc: '2.0', id, result: { results } });
+        } catch {
+          // Fall through: answer the whole batch as one failure.
+        }
+      }
+      const e = unserialisable(nameOf(params), method, error);
+      return JSON.stringify(errorEnvelope(id, e.code, e.message, e.data));
+    }
+  };
+
+  /** The text of an error answer; data that cannot be written is dropped (and logged). */
+  const errorText = (id: string | number, error: ProtocolError): string => {
+    try {
+      return JSON.stringify(errorEnvelope(id, error.code, error.message, error.data));
+    } catch (cause) {
+      logger().error(
+        { code: error.code, err: cause instanceof Error ? cause.message : String(cause) },
+        'error data could not be serialised as JSON; sent without it',
+      );
+      return JSON.stringify(errorEnvelope(id, error.code, error.message));
     }
   };
 

@@ -13,6 +13,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { z } from 'zod';
 import { runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
+import { checkInvokeDepth, type InvokeLimits, resolveMaxDepth } from './limits.ts';
 
 /** Name and version the server reports in `initialize`. */
 export interface ServerIdentity {
@@ -48,11 +49,19 @@ export function interceptorServerCapabilities(host: InterceptorHost) {
   };
 }
 
-/** Build an MCP SDK server that answers `interceptors/list` and `interceptor/invoke`. */
+/**
+ * Build an MCP SDK server that answers `interceptors/list` and `interceptor/invoke`, with the
+ * same {@link InvokeLimits} as the HTTP lean path.
+ */
 export function createInterceptorMcpServer(
   host: InterceptorHost,
-  identity: ServerIdentity,
+  identity: ServerIdentity & InvokeLimits,
 ): Server {
+  const maxDepth = resolveMaxDepth(identity.maxDepth);
+  const invoke = (params: unknown, signal: AbortSignal) => {
+    checkInvokeDepth(params, maxDepth);
+    return host.invoke(params, { signal });
+  };
   const server = new Server(
     { name: identity.name, version: identity.version ?? '0.0.0' },
     {
@@ -64,12 +73,10 @@ export function createInterceptorMcpServer(
     ...host.list(request.params),
   }));
   server.setRequestHandler(InvokeRequestSchema, async (request, extra) => ({
-    ...(await host.invoke(request.params, { signal: extra.signal })),
+    ...(await invoke(request.params, extra.signal)),
   }));
   server.setRequestHandler(InvokeBatchRequestSchema, async (request, extra) =>
-    runInvokeBatch(request.params, (invocation) =>
-      host.invoke(invocation, { signal: extra.signal }),
-    ),
+    runInvokeBatch(request.params, async (invocation) => invoke(invocation, extra.signal)),
   );
   return server;
 }

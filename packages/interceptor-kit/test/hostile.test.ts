@@ -149,7 +149,7 @@ describe('kit service under hostile input', () => {
     await expectHealthy(url);
   });
 
-  it('takes a 3 MiB payload and 10,000-deep payloads without a heap blow-up', async () => {
+  it('takes a 3 MiB payload and refuses 10,000-deep payloads without a heap blow-up', async () => {
     const { url } = await serve();
     const gc = findGc();
     gc?.();
@@ -162,7 +162,9 @@ describe('kit service under hostile input', () => {
         url,
         invokeWith({ payload: 'X' }, 20 + i).replace('"X"', deep(10_000)),
       );
-      expect(nested.json).toMatchObject({ id: 20 + i, result: { valid: true } });
+      // Past the kit's nesting limit: refused before the handler, naming the limit.
+      expectErrorReply(nested, 200, -32602, 20 + i);
+      expect(nested.json.error?.data).toMatchObject({ name: 'v', limit: 'maxDepth' });
     }
     await expectHealthy(url);
     if (gc) {
