@@ -157,11 +157,18 @@ export function readBody(
   });
 }
 
-/** Constant-time bearer check; true when no token is configured. */
+/** `Bearer`, in any case (RFC 7235 §2.1), then at least one space, then the credentials. */
+const BEARER_SCHEME = /^bearer +/i;
+
+/**
+ * Bearer check: the scheme in any case, the token compared in constant time. True when no
+ * token is configured.
+ */
 export function bearerMatches(header: string | undefined, token: string | undefined): boolean {
   if (token === undefined || token === '') return true;
-  if (header === undefined || !header.startsWith('Bearer ')) return false;
-  const given = Buffer.from(header.slice(7).trim());
+  const scheme = header === undefined ? null : BEARER_SCHEME.exec(header);
+  if (header === undefined || scheme === null) return false;
+  const given = Buffer.from(header.slice(scheme[0].length).trim());
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
