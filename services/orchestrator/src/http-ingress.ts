@@ -133,7 +133,7 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknow
     if (error instanceof BodyTooLarge) throw tooLarge();
     throw new BodyError('PARSE_ERROR', 'Parse error: the body could not be read or decoded');
   }
-  if (buffer.length === 0) return {};
+  if (buffer.length === 0) throw new BodyError('PARSE_ERROR', 'Parse error: the body is empty');
   if (!isUtf8(buffer)) throw new BodyError('PARSE_ERROR', 'Parse error: body is not valid UTF-8');
   try {
     return JSON.parse(buffer.toString('utf8'));

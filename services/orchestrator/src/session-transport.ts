@@ -49,12 +49,18 @@ export function sendError(
   res: ServerResponse,
   kind: HttpErrorCode,
   message: string,
-  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
+  options: {
+    id?: unknown;
+    data?: unknown;
+    headers?: Record<string, string>;
+    /** Instead of the entry's HTTP status. */
+    status?: number;
+  } = {},
 ): undefined {
   const { http, jsonrpc } = HTTP_ERROR_CODES[kind];
   const body = JSON.stringify(errorEnvelope(options.id, jsonrpc, message, options.data));
   res
-    .writeHead(http, {
+    .writeHead(options.status ?? http, {
       ...options.headers,
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
@@ -155,12 +161,6 @@ export function malformed(
 ):
   | { kind: 'INVALID_REQUEST' | 'INVALID_PARAMS'; text: string; id?: RequestId; data?: unknown }
   | undefined {
-  const extra = Object.keys(message).find((k) => !ENVELOPE_KEYS.has(k));
-  if (extra !== undefined)
-    return {
-      kind: 'INVALID_REQUEST',
-      text: `Invalid Request: unexpected member "${extra.slice(0, 64)}"`,
-    };
   const hasId = 'id' in message;
   if (hasId && !isRequestId(message.id))
     return {
@@ -168,6 +168,13 @@ export function malformed(
       text: 'Invalid Request: "id" must be a string or an integer',
     };
   const id = hasId ? message.id : undefined;
+  const extra = Object.keys(message).find((k) => !ENVELOPE_KEYS.has(k));
+  if (extra !== undefined)
+    return {
+      kind: 'INVALID_REQUEST',
+      text: `Invalid Request: unexpected member "${extra.slice(0, 64)}"`,
+      ...(id === undefined ? {} : { id }),
+    };
   if (!('method' in message)) {
     if (hasId && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)))
       return undefined;
@@ -210,9 +217,16 @@ function isResponse(message: Message): boolean {
 /**
  * The checks every POSTed message passes before anything acts on it: an `Accept` that takes
  * both JSON and SSE, `"jsonrpc": "2.0"` and a well-formed message. Answers the request and
- * returns false when one fails.
+ * returns false when one fails. In a session (`inSession`), a request whose only fault is its
+ * params gets its -32602 with HTTP 200, as any other error of a session's request: session
+ * clients read another status as a failed POST, not as the request's answer.
  */
-export function acceptPost(req: IncomingMessage, res: ServerResponse, message: Message): boolean {
+export function acceptPost(
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: Message,
+  { inSession = false }: { inSession?: boolean } = {},
+): boolean {
   const accept = req.headers.accept ?? '';
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
     sendError(
@@ -229,7 +243,12 @@ export function acceptPost(req: IncomingMessage, res: ServerResponse, message: M
   }
   const problem = malformed(message);
   if (problem) {
-    sendError(res, problem.kind, problem.text, { id: problem.id, data: problem.data });
+    const answered = inSession && problem.kind === 'INVALID_PARAMS' && problem.id !== undefined;
+    sendError(res, problem.kind, problem.text, {
+      id: problem.id,
+      data: problem.data,
+      ...(answered ? { status: 200 } : {}),
+    });
     return false;
   }
   return true;
@@ -306,8 +325,8 @@ export class SessionTransport implements Transport {
     res: ServerResponse,
     message: Message,
   ): undefined {
-    if (!acceptPost(req, res, message)) return;
     const initialize = message.method === 'initialize';
+    if (!acceptPost(req, res, message, { inSession: !initialize })) return;
     if (!initialize) {
       const version = req.headers['mcp-protocol-version'];
       if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {

@@ -7,9 +7,10 @@
 import { connect } from 'node:net';
 import { expectErrorReply, findGc, rawPost } from '@fleet/interceptor-kit/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { defer, startGateway, type TestGateway } from './harness.ts';
+import { connectClient, defer, startGateway, type TestGateway, textOf } from './harness.ts';
 
 const VERSION = '2025-11-25';
 const INIT = {
@@ -92,7 +93,7 @@ describe('gateway ingress under hostile input', () => {
   const fresh = false;
   const corpus: Array<[string, () => string | Buffer, boolean, number, number, unknown?]> = [
     ['truncated JSON', () => '{"jsonrpc":', inSession, 400, -32700],
-    ['an empty body', () => '', fresh, 400, -32600],
+    ['an empty body', () => '', fresh, 400, -32700],
     ['garbage bytes', () => Buffer.from([0, 1, 2, 0xff, 0x7b]), inSession, 400, -32700],
     ['trailing garbage', () => `${JSON.stringify(CALL)}}`, inSession, 400, -32700],
     [
@@ -118,7 +119,7 @@ describe('gateway ingress under hostile input', () => {
       '10,000-deep nesting as the tool name',
       () => JSON.stringify({ ...CALL, params: { name: 'X' } }).replace('"X"', deep(10_000)),
       inSession,
-      400,
+      200,
       -32602,
       5,
     ],
@@ -135,7 +136,7 @@ describe('gateway ingress under hostile input', () => {
     ['a fractional id', () => JSON.stringify({ ...CALL, id: 1.5 }), inSession, 400, -32600],
     ['an object id', () => JSON.stringify({ ...CALL, id: { a: 1 } }), inSession, 400, -32600],
     ['a numeric method', () => JSON.stringify({ ...CALL, method: 7 }), inSession, 400, -32600, 5],
-    ['an extra member', () => JSON.stringify({ ...CALL, evil: true }), inSession, 400, -32600],
+    ['an extra member', () => JSON.stringify({ ...CALL, evil: true }), inSession, 400, -32600, 5],
     [
       'neither request nor response',
       () => JSON.stringify({ jsonrpc: '2.0', id: 9 }),
@@ -144,12 +145,13 @@ describe('gateway ingress under hostile input', () => {
       -32600,
       9,
     ],
-    ['string params', () => JSON.stringify({ ...CALL, params: 'x' }), inSession, 400, -32602, 5],
+    // A session's request with bad params is answered like any failed request: HTTP 200.
+    ['string params', () => JSON.stringify({ ...CALL, params: 'x' }), inSession, 200, -32602, 5],
     [
       'a numeric tool name',
       () => JSON.stringify({ ...CALL, params: { name: 1 } }),
       inSession,
-      400,
+      200,
       -32602,
       5,
     ],
@@ -157,7 +159,7 @@ describe('gateway ingress under hostile input', () => {
       'array arguments',
       () => JSON.stringify({ ...CALL, params: { name: 'echo', arguments: [1] } }),
       inSession,
-      400,
+      200,
       -32602,
       5,
     ],
@@ -165,7 +167,7 @@ describe('gateway ingress under hostile input', () => {
       'a bad progress token',
       () => JSON.stringify({ ...CALL, params: { ...CALL.params, _meta: { progressToken: {} } } }),
       inSession,
-      400,
+      200,
       -32602,
       5,
     ],
@@ -211,6 +213,22 @@ describe('gateway ingress under hostile input', () => {
       5,
     ],
   ];
+
+  it('gives an SDK session client McpError -32602 for malformed params, not a failed POST', async () => {
+    await setup();
+    const client = await connectClient(gw.mcpUrl);
+    const error = await client
+      .request(
+        { method: 'tools/call', params: { name: 'echo', arguments: [1] as never } },
+        CallToolResultSchema,
+      )
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32602);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'ok' } }))).toBe(
+      '[fx] ok',
+    );
+  });
 
   it.each(corpus)('%s gets a specific error', async (_what, body, session, status, code, id) => {
     await setup();
@@ -261,7 +279,8 @@ describe('gateway ingress properties', () => {
   }
 
   // Each field of the message and of the params, with the type it must have and the code a
-  // wrong type earns: envelope fields are -32600 (id unknown), params fields -32602 (id kept).
+  // wrong type earns: envelope fields are -32600 with HTTP 400 (id unknown), params fields
+  // -32602 with HTTP 200 (id kept: the session's request is answered, not the POST refused).
   const callFields: Array<[string[], 'string' | 'object' | 'integer' | 'id', number]> = [
     [['jsonrpc'], 'string', -32600],
     [['id'], 'id', -32600],
@@ -283,7 +302,7 @@ describe('gateway ingress properties', () => {
           const message = mutateAt(CALL, path, replacement);
           const reply = await rawPost(gw.mcpUrl, JSON.stringify(message), sessionHeaders);
           const envelope = path[0] === 'jsonrpc' || path[0] === 'id';
-          expectErrorReply(reply, 400, code, envelope ? undefined : 5);
+          expectErrorReply(reply, code === -32602 ? 200 : 400, code, envelope ? undefined : 5);
         },
       ),
       { numRuns: 60 },
