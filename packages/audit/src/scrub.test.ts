@@ -55,12 +55,28 @@ describe('scrubRecord', () => {
     expect(record).toEqual(before);
   });
 
+  it('scrubs the target (tool, prompt name or resource URI) like the rest', () => {
+    const record = recordAt(0, {
+      event: 'resources/read',
+      method: 'resources/read',
+      target: 'mailto:bob@example.com?card=4111111111111111',
+    });
+    const { record: clean, failed } = scrubRecord(record, defaultScrubber);
+    expect(failed).toBe(0);
+    expect(clean.target).toBe('mailto:[EMAIL]?card=[NUMBER]');
+    expect(scrubRecord(recordAt(0, { target: 'get_weather' }), defaultScrubber).record.target).toBe(
+      'get_weather',
+    );
+  });
+
   it('blanks text the scrubber fails on instead of storing it', () => {
     const record = recordAt(0, { payloadPreview: 'secret stuff' });
     const { record: clean, failed } = scrubRecord(record, () => {
       throw new Error('boom');
     });
-    expect(failed).toBe(1);
+    // Both texts of the record (its preview and its target, `echo`) are blanked and counted.
+    expect(failed).toBe(2);
     expect(clean.payloadPreview).toBe(SCRUB_FAILED);
+    expect(clean.target).toBe(SCRUB_FAILED);
   });
 });

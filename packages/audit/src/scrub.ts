@@ -35,9 +35,10 @@ export const defaultScrubber: PayloadScrubber = (text) =>
 export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
 
 /**
- * A copy of `record` with its free text scrubbed: `payloadPreview`, abort reasons and
- * validator messages. A scrubber that throws blanks the text instead of leaking it; `failed`
- * counts those.
+ * A copy of `record` with its free text scrubbed: `target` (a tool or prompt name or a
+ * resource URI is caller-chosen text: `mailto:bob@example.com`), `payloadPreview`, abort
+ * reasons and validator messages. A scrubber that throws blanks the text instead of leaking
+ * it; `failed` counts those.
  */
 export function scrubRecord(
   record: AuditRecord,
@@ -55,6 +56,8 @@ export function scrubRecord(
     return SCRUB_FAILED;
   };
   const copy: AuditRecord = { ...record };
+  // The store's target column (the `tool` filter, stats byTool) is filled from this copy.
+  if (record.target !== undefined) copy.target = clean(record.target);
   if (record.payloadPreview !== undefined) copy.payloadPreview = clean(record.payloadPreview);
   if (record.abortReasons.length > 0)
     copy.abortReasons = record.abortReasons.map((a) => ({ ...a, reason: clean(a.reason) }));

@@ -239,6 +239,28 @@ describe('audit worker', () => {
     expect(previews).toContain(SCRUB_FAILED);
   });
 
+  it('scrubs the target: neither the stored row nor stats byTool hold its PII', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const uri = 'mailto:bob@example.com?card=4111111111111111';
+    const tool = 'notify_jane.doe@example.com';
+    await add(q, [
+      recordAt(0, { event: 'resources/read', method: 'resources/read', target: uri }),
+      recordAt(1, { target: tool }),
+    ]);
+    worker({ prefix });
+    await waitFor(async () => (await t.count()) === 2, 'both records');
+    const raw = await t.rawText();
+    for (const value of ['bob@example.com', '4111111111111111', 'jane.doe@example.com'])
+      expect(raw).not.toContain(value);
+    const targets = (await t.store.query()).records.map((r) => r.target).sort();
+    expect(targets).toEqual(['[EMAIL]', 'mailto:[EMAIL]?card=[NUMBER]']);
+    // The target column (filters, byTool) is filled from the scrubbed record.
+    const stats = await t.store.stats(new Date(0));
+    expect(stats.byTool.map((row) => row.tool).sort()).toEqual(targets);
+    expect((await t.store.query({ tool: '[EMAIL]' })).records).toHaveLength(1);
+  });
+
   it.each(['beforeInsert', 'afterInsert'])(
     'stores everything exactly once after a worker is killed mid-batch (%s)',
     async (freeze) => {

@@ -9,13 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type AuditLogger,
+  type AuditProducer,
   type AuditStore,
+  type AuditWorkerOptions,
   createAuditProducer,
   createAuditWorker,
 } from '@fleet/audit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAuditLoggerApp } from '../src/app.ts';
+import { createPiiScrubber } from '../src/scrubber.ts';
 import {
   connectMcpClient,
   defer,
@@ -54,18 +57,32 @@ function invoke(event: string, phase: 'request' | 'response', payload: unknown, 
   };
 }
 
+/** A producer and a worker on a fresh prefix of the real Redis, into the test's store. */
+async function startPipeline(
+  worker: Pick<AuditWorkerOptions, 'scrub'> = {},
+): Promise<AuditProducer> {
+  const prefix = uniquePrefix();
+  const producer = createAuditProducer({
+    connection: REDIS_URL,
+    prefix,
+    journalPath: await journalPath(),
+    logger: quiet,
+  });
+  defer(() => producer.close());
+  const consumer = createAuditWorker({
+    store,
+    connection: REDIS_URL,
+    prefix,
+    logger: quiet,
+    ...worker,
+  });
+  defer(() => consumer.close());
+  return producer;
+}
+
 describe('audit-logger over MCP Streamable HTTP', () => {
   it('answers a stock SDK client, and each invocation lands in the store', async () => {
-    const prefix = uniquePrefix();
-    const producer = createAuditProducer({
-      connection: REDIS_URL,
-      prefix,
-      journalPath: await journalPath(),
-      logger: quiet,
-    });
-    defer(() => producer.close());
-    const worker = createAuditWorker({ store, connection: REDIS_URL, prefix, logger: quiet });
-    defer(() => worker.close());
+    const producer = await startPipeline();
     const service = createAuditLoggerApp({ sink: producer, store });
     const base = await serve(service.listener);
     const client = await connectMcpClient(`${base}/mcp`);
@@ -136,6 +153,34 @@ describe('audit-logger over MCP Streamable HTTP', () => {
       principal: { type: 'user', id: 'alice', claims: { roles: ['admin'] } },
     });
     expect(JSON.stringify(records)).not.toMatch(/Paris|sunny|a@example\.com/);
+  });
+
+  it('stores targets scrubbed by the PII engine: records and stats byTool hold no raw value', async () => {
+    const producer = await startPipeline({ scrub: createPiiScrubber() });
+    const base = await serve(createAuditLoggerApp({ sink: producer, store }).listener);
+    const client = await connectMcpClient(`${base}/mcp`);
+    const trace = traceId();
+    const context = { traceId: trace, timestamp: new Date().toISOString() };
+    const uri = 'mailto:bob@example.com?card=4111111111111111';
+    await client.request(invoke('resources/read', 'request', { uri }, context), InvokeResult);
+    await client.request(
+      invoke('tools/call', 'request', { name: 'notify_bob@example.com' }, context),
+      InvokeResult,
+    );
+    await waitFor(async () => (await store.trace(trace)).length === 2, 'both records');
+
+    const records = await (await fetch(`${base}/api/audit/traces/${trace}`)).json();
+    const stats = await (await fetch(`${base}/api/audit/stats?since=1h`)).json();
+    for (const body of [JSON.stringify(records), JSON.stringify(stats)]) {
+      expect(body).not.toContain('bob@example.com');
+      expect(body).not.toContain('4111111111111111');
+    }
+    expect((records as { records: Array<{ target: string }> }).records[0]?.target).toBe(
+      'mailto:[EMAIL_ADDRESS]?card=[CREDIT_CARD]',
+    );
+    expect((stats as { byTool: Array<{ tool: string }> }).byTool.map((r) => r.tool)).toContain(
+      '[EMAIL_ADDRESS]',
+    );
   });
 
   it('never waits on Redis: with Redis unreachable, invoke still answers at once', async () => {
