@@ -435,7 +435,95 @@ export function compileKey(source: string): Compiled<KeyReader> {
   };
 }
 
-/** Renders a key value as a bucket name: scalars as text, lists and maps as JSON. */
+/** Longest key text {@link keyString} renders; a longer (or cyclic) value fails as a key. */
+export const MAX_KEY_CHARS = 1 << 20;
+
+/** A piece of JSON syntax queued between the values of a list or map. */
+class Syntax {
+  constructor(readonly text: string) {}
+}
+const COMMA = new Syntax(',');
+const CLOSE_LIST = new Syntax(']');
+const CLOSE_MAP = new Syntax('}');
+
+/** What JSON leaves out of a map (and writes as `null` in a list). */
+function isOmitted(value: unknown): boolean {
+  return value === undefined || typeof value === 'function' || typeof value === 'symbol';
+}
+
+/** A scalar as JSON text, BigInts as quoted decimals; undefined for lists and maps. */
+function scalarJson(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'bigint':
+      return `"${value.toString()}"`;
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object':
+      return value === null ? 'null' : undefined;
+    default:
+      return 'null';
+  }
+}
+
+/**
+ * Canonical JSON of a list or map: map keys sorted, BigInts as quoted decimals, `toJSON`
+ * honoured (dates). Written with an explicit stack, so any depth renders without recursion.
+ * @returns undefined when the text would exceed {@link MAX_KEY_CHARS} (a cycle does too).
+ */
+function canonicalJson(root: unknown): string | undefined {
+  let out = '';
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    if (out.length > MAX_KEY_CHARS) return undefined;
+    let item = stack.pop();
+    if (item instanceof Syntax) {
+      out += item.text;
+      continue;
+    }
+    if (
+      typeof item === 'object' &&
+      item !== null &&
+      typeof (item as { toJSON?: unknown }).toJSON === 'function'
+    )
+      item = (item as { toJSON: () => unknown }).toJSON();
+    const scalar = scalarJson(item);
+    if (scalar !== undefined) {
+      out += scalar;
+      continue;
+    }
+    if (Array.isArray(item)) {
+      out += '[';
+      stack.push(CLOSE_LIST);
+      for (let i = item.length - 1; i >= 0; i--) {
+        stack.push(item[i]);
+        if (i > 0) stack.push(COMMA);
+      }
+      continue;
+    }
+    const map = item as Record<string, unknown>;
+    const keys = Object.keys(map)
+      .filter((key) => !isOmitted(map[key]))
+      .sort();
+    out += '{';
+    stack.push(CLOSE_MAP);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i] as string;
+      stack.push(map[key], new Syntax(`${JSON.stringify(key)}:`));
+      if (i > 0) stack.push(COMMA);
+    }
+  }
+  return out.length > MAX_KEY_CHARS ? undefined : out;
+}
+
+/**
+ * Renders a key value as a bucket name: scalars as text, lists and maps as canonical JSON
+ * (map keys sorted, so equal maps share a bucket). Any nesting depth renders (no recursion);
+ * a value whose text would exceed {@link MAX_KEY_CHARS} fails like an unreadable key (`""`).
+ */
 export function keyString(value: unknown): string {
   switch (typeof value) {
     case 'string':
@@ -447,8 +535,6 @@ export function keyString(value: unknown): string {
     case 'boolean':
       return String(value);
     default:
-      return JSON.stringify(value, (_, v: unknown) =>
-        typeof v === 'bigint' ? v.toString() : v,
-      ) as string;
+      return canonicalJson(value) ?? '';
   }
 }

@@ -1,6 +1,7 @@
 import type { Principal } from '@fleet/core';
 import { describe, expect, it } from 'vitest';
 import { ISSUE_POLICY } from '../test/policies.ts';
+import { MAX_KEY_CHARS } from './cel.ts';
 import {
   compilePolicy,
   evaluate,
@@ -526,5 +527,58 @@ describe('matchRateLimits', () => {
       `version: 1\nrateLimits:\n  - {id: k, key: '${key}', limit: 1, window: 1s}\n`,
     );
     expect(matchRateLimits(keyed, call('t', alice, args))[0]?.key).toBe(want);
+  });
+});
+
+describe('rate-limit keys from hostile arguments', () => {
+  const keyed = (key: string) =>
+    compilePolicy(`version: 1\nrateLimits:\n  - {id: k, key: '${key}', limit: 1, window: 1s}\n`);
+  const nested = (depth: number): unknown =>
+    JSON.parse(`${'{"a":['.repeat(depth)}"bob@example.com"${']}'.repeat(depth)}`);
+
+  it('renders a 10,000-deep key without overflowing the stack', () => {
+    const [match] = matchRateLimits(keyed('arguments.a'), call('t', alice, { a: nested(10_000) }));
+    expect(match?.key.startsWith('{"a":[{"a":[')).toBe(true);
+    expect(match?.key).toContain('"bob@example.com"');
+  });
+
+  it('fails a key whose text would exceed MAX_KEY_CHARS, or that is cyclic, like an unreadable one', () => {
+    const policy = keyed('arguments.m');
+    const huge = ['x'.repeat(MAX_KEY_CHARS)];
+    expect(matchRateLimits(policy, call('t', alice, { m: huge }))[0]?.key).toBe('');
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(matchRateLimits(policy, call('t', alice, { m: cyclic }))[0]?.key).toBe('');
+    const atLimit = ['x'.repeat(MAX_KEY_CHARS - 4)];
+    expect(matchRateLimits(policy, call('t', alice, { m: atLimit }))[0]?.key).toHaveLength(
+      MAX_KEY_CHARS,
+    );
+  });
+
+  it.each([
+    [
+      { b: 1, a: [2, { d: null, c: 'x' }] },
+      { a: [2, { c: 'x', d: null }], b: 1 },
+    ],
+    [
+      { z: true, '': 0 },
+      { '': 0, z: true },
+    ],
+  ])('renders maps canonically: %j and %j share a bucket', (one, two) => {
+    const policy = keyed('arguments.m');
+    const keyOf = (m: unknown) => matchRateLimits(policy, call('t', alice, { m }))[0]?.key;
+    expect(keyOf(one)).toBe(keyOf(two));
+  });
+
+  it.each([
+    [{ m: { b: 1, a: 'x' } }, '{"a":"x","b":1}'],
+    [{ m: [1, 'two', null, true, { k: [] }] }, '[1,"two",null,true,{"k":[]}]'],
+    [{ m: { s: 'quote " and \\ and \n' } }, '{"s":"quote \\" and \\\\ and \\n"}'],
+    [{ m: { big: 12345678901234567890n } }, '{"big":"12345678901234567890"}'],
+    [{ m: { when: new Date(0) } }, '{"when":"1970-01-01T00:00:00.000Z"}'],
+    [{ m: [undefined, Number.NaN] }, '[null,null]'],
+    [{ m: { gone: undefined, kept: 1 } }, '{"kept":1}'],
+  ])('renders case %#', (args, want) => {
+    expect(matchRateLimits(keyed('arguments.m'), call('t', alice, args))[0]?.key).toBe(want);
   });
 });
