@@ -128,6 +128,15 @@ export const OrchestratorConfigSchema = z
          * limited by it.
          */
         requestTimeoutMs: z.number().int().min(100).default(30_000),
+        /**
+         * A session with no request for this long, nothing in flight and no open stream is
+         * closed (its client then gets 404 and starts a new one, as the MCP transport says).
+         */
+        sessionIdleMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(30 * 60 * 1000),
         /** Longest time a client may take to send the request headers. */
         headersTimeoutMs: z.number().int().min(100).default(10_000),
       })

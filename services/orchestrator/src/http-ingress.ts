@@ -47,6 +47,8 @@ interface HttpSession {
   session: ClientSession;
   transport: SessionTransport;
   principal: Principal;
+  /** `performance.now()` of the session's last HTTP request. */
+  lastSeen: number;
 }
 
 function hostname(hostHeader: string): string {
@@ -70,6 +72,11 @@ export interface McpIngress {
   /** Serve one HTTP request to the MCP endpoint. */
   handle(req: IncomingMessage, res: ServerResponse): void;
   sessionCount(): number;
+  /**
+   * Close the sessions idle for at least `limits.sessionIdleMs` (no request, nothing in
+   * flight, no open stream); returns how many. Runs on a timer too.
+   */
+  expireIdle(now?: number): number;
   closeAll(): Promise<void>;
 }
 
@@ -225,6 +232,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
           id,
         });
       }
+      existing.lastSeen = performance.now();
       return existing.transport.handleRequest(req, res, body);
     }
     const isInitialize =
@@ -254,7 +262,12 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
       // The transport assigns the session id while accepting initialize, before it answers.
       if (transport.sessionId) {
         session.id = transport.sessionId;
-        sessions.set(transport.sessionId, { session, transport, principal });
+        sessions.set(transport.sessionId, {
+          session,
+          transport,
+          principal,
+          lastSeen: performance.now(),
+        });
         gateway.sessions.add(session);
       } else {
         // The transport refused the initialize: nothing refers to this server any more.
@@ -298,6 +311,23 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     await serve(req, res, principal, body);
   };
 
+  // Clients that vanish without DELETE would otherwise hold their sessions (and, at
+  // MAX_SESSIONS, refuse every new one) until a restart.
+  const idleMs = config.limits.sessionIdleMs;
+  function expireIdle(now = performance.now()): number {
+    let expired = 0;
+    for (const [id, entry] of sessions) {
+      if (now - entry.lastSeen < idleMs || entry.transport.busy) continue;
+      sessions.delete(id);
+      expired++;
+      void entry.transport.close().catch(() => undefined);
+    }
+    if (expired > 0) log.info({ expired, idleMs }, 'expired idle MCP sessions');
+    return expired;
+  }
+  const sweeper = setInterval(() => expireIdle(), Math.min(60_000, Math.max(1_000, idleMs / 4)));
+  sweeper.unref();
+
   return {
     matches(url) {
       if (url === undefined) return false;
@@ -312,7 +342,9 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
       });
     },
     sessionCount: () => sessions.size,
+    expireIdle,
     async closeAll() {
+      clearInterval(sweeper);
       await Promise.all(
         [...sessions.values()].map((s) => s.transport.close().catch(() => undefined)),
       );

@@ -302,6 +302,18 @@ export class SessionTransport implements Transport {
 
   async start(): Promise<void> {}
 
+  /**
+   * Whether the client is still attached: a request of the session is being served, or its
+   * standalone SSE stream is open. An idle session may be expired; a busy one never is.
+   */
+  get busy(): boolean {
+    return (
+      this.#pending.size > 0 ||
+      this.#direct.size > 0 ||
+      (this.#standalone !== undefined && !this.#standalone.writableEnded)
+    );
+  }
+
   /** Handle one HTTP request of this session (the body already parsed for POST). */
   handleRequest(
     req: IncomingMessage & { auth?: AuthInfo },

@@ -88,6 +88,33 @@ describe('ingress guards', () => {
     expect(res.json).not.toHaveProperty('id', null);
   });
 
+  it('expires a session idle past limits.sessionIdleMs, never one with an open stream', async () => {
+    const gw = await gateway('limits: {sessionIdleMs: 1000}\n');
+    // A session opened by hand and left idle (no request, no stream) ...
+    const opened = await fetch(gw.mcpUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify(INIT),
+    });
+    const idleId = opened.headers.get('mcp-session-id') ?? '';
+    await opened.text();
+    expect(idleId).not.toBe('');
+    // ... and an SDK client's, which holds its standalone SSE stream open while it lives.
+    const listening = await connectClient(gw.mcpUrl);
+    // Idle for longer than sessionIdleMs plus one sweep interval (1 s each here).
+    await new Promise((r) => setTimeout(r, 2_500));
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    const headers = { 'mcp-session-id': idleId, 'mcp-protocol-version': '2025-11-25' };
+    expect((await raw(gw.mcpUrl, ping, headers)).status).toBe(404);
+    // The session with an open stream survived the same sweeps and still serves calls.
+    expect(textOf(await listening.callTool({ name: 'echo', arguments: { text: 'x' } }))).toBe(
+      '[fx] x',
+    );
+  });
+
   it('refuses an oversized body with 413 and -32600', async () => {
     const gw = await gateway('limits: {maxBodyBytes: 1024}\n');
     const res = await raw(
