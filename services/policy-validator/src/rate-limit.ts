@@ -1,9 +1,10 @@
 /**
  * Sliding-window rate limits in Redis, shared by every replica: one sorted set per key,
  * trimmed, counted and extended in a single Lua script that reads Redis's own clock, so the
- * check is atomic and replicas with skewed clocks agree.
+ * check is atomic and replicas with skewed clocks agree. The set is named by a SHA-256 of
+ * the key, so no argument value (PII included) reaches Redis and key names stay short.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 const SCRIPT = `
@@ -48,6 +49,7 @@ export class RedisRateLimiter {
 
   /**
    * Record one hit of `key` against `limit` per `windowMs`. A refused hit is not counted.
+   * The Redis key is `<prefix>:<ruleId>:<sha256 hex of key>`.
    * @throws when Redis cannot be reached (the caller applies the rule's failOpen).
    */
   async hit(
@@ -56,7 +58,7 @@ export class RedisRateLimiter {
     limit: number,
     windowMs: number,
   ): Promise<RateLimitDecision> {
-    const redisKey = `${this.#prefix}:${ruleId}:${key}`;
+    const redisKey = `${this.#prefix}:${ruleId}:${createHash('sha256').update(key).digest('hex')}`;
     const args = [String(windowMs), String(limit), randomUUID()];
     let result: unknown;
     try {

@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listen, silentLogger } from '@fleet/interceptor-kit';
+import { expectErrorReply, rawPost } from '@fleet/interceptor-kit/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -278,6 +279,60 @@ describe('rate limits in Redis', () => {
     const refused = await invoke(one, { name: 'x', arguments: {} }, bob);
     expect(JSON.stringify(refused.messages)).toContain('per-user-calls');
     expect((await invoke(two, { name: 'x', arguments: {} }, alice)).valid).toBe(true);
+  });
+
+  it('name Redis keys by a hash of the key, never the raw argument value', async () => {
+    const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+    const prefix = `test-rl-${randomUUID()}`;
+    cleanups.push(async () => {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
+    const byArgument = `version: 1\ndefault: allow\nrules: []\nrateLimits:\n  - id: per-account\n    key: arguments.a\n    limit: 2\n    window: 60s\n`;
+    const c = await client(
+      (await startService({ path: policyFile(byArgument), redis, prefix })).url,
+    );
+    const email = { a: ['x'.repeat(100_000), 'bob@example.com'] };
+    const results = [];
+    for (let i = 0; i < 3; i++)
+      results.push((await invoke(c, { name: 'x', arguments: email }, bob)).valid);
+    // Same key, same bucket: the third call is over the limit of 2.
+    expect(results).toEqual([true, true, false]);
+    expect((await invoke(c, { name: 'x', arguments: { a: 'alice@example.com' } }, bob)).valid).toBe(
+      true,
+    );
+    const keys = await redis.keys(`${prefix}:*`);
+    expect(keys).toHaveLength(2);
+    for (const key of keys) {
+      expect(key).toMatch(new RegExp(`^${prefix}:per-account:[0-9a-f]{64}$`));
+      expect(key).not.toContain('@example.com');
+    }
+  });
+
+  it('refuse a rate-limit key argument nested 5,000 deep with -32602, naming the limit', async () => {
+    const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+    const prefix = `test-rl-${randomUUID()}`;
+    cleanups.push(async () => {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
+    const byArgument = `version: 1\ndefault: allow\nrules: []\nrateLimits:\n  - id: per-account\n    key: arguments.a\n    limit: 2\n    window: 60s\n`;
+    const { url } = await startService({ path: policyFile(byArgument), redis, prefix });
+    const deep = `${'{"a":['.repeat(5_000)}"bob@example.com"${']}'.repeat(5_000)}`;
+    const reply = await rawPost(
+      url,
+      `{"jsonrpc":"2.0","id":9,"method":"interceptor/invoke","params":{"name":"policy-validator","event":"tools/call","phase":"request","payload":{"name":"x","arguments":${deep}},"context":{"principal":{"type":"user","id":"bob"}}}}`,
+    );
+    expectErrorReply(reply, 200, -32602, 9);
+    expect(reply.json.error?.data).toMatchObject({
+      name: 'policy-validator',
+      reason: 'limit_exceeded',
+      limit: 'maxDepth',
+    });
+    expect(reply.text).not.toMatch(/call stack/i);
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
   });
 
   it('follow failOpen when Redis is unreachable', async () => {
