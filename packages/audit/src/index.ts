@@ -66,6 +66,7 @@ export {
   ClaimValueSchema,
   createAuditRecord,
   PAYLOAD_PREVIEW_MAX_LENGTH,
+  PAYLOAD_PREVIEW_SCRUB_MARGIN,
   parseAuditRecord,
   SpanIdSchema,
   TraceIdSchema,

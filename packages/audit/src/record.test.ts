@@ -6,6 +6,7 @@ import {
   AuditRecordSchema,
   createAuditRecord,
   PAYLOAD_PREVIEW_MAX_LENGTH,
+  PAYLOAD_PREVIEW_SCRUB_MARGIN,
   parseAuditRecord,
 } from './index.ts';
 
@@ -107,7 +108,13 @@ describe('AuditRecordSchema', () => {
       { ...minimal, abortReasons: [{ ...full.abortReasons[0], type: 'x' }] },
     ],
     ['durationMs', { ...minimal, durationMs: -1 }],
-    ['payloadPreview', { ...minimal, payloadPreview: 'x'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + 1) }],
+    [
+      'payloadPreview',
+      {
+        ...minimal,
+        payloadPreview: 'x'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN + 1),
+      },
+    ],
   ])('rejects a bad %s, naming the field', (field, record) => {
     expect(AuditRecordSchema.safeParse(record).success).toBe(false);
     let caught: unknown;
@@ -167,10 +174,13 @@ describe('createAuditRecord', () => {
       ...input,
       id: minimal.id,
       timestamp: minimal.timestamp,
-      payloadPreview: 'y'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + 10),
+      payloadPreview: 'y'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN + 10),
     });
     expect(record.id).toBe(minimal.id);
     expect(record.timestamp).toBe(minimal.timestamp);
-    expect(record.payloadPreview).toHaveLength(PAYLOAD_PREVIEW_MAX_LENGTH);
+    // Cut with a margin past the stored length: the worker scrubs, then cuts to the rest.
+    expect(record.payloadPreview).toHaveLength(
+      PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN,
+    );
   });
 });

@@ -28,8 +28,17 @@ export interface AuditRecordBatch {
   records: AuditRecord[];
 }
 
-/** Longest `payloadPreview` kept; {@link createAuditRecord} cuts longer previews to this. */
+/** Longest `payloadPreview` stored: the worker cuts a scrubbed preview to this. */
 export const PAYLOAD_PREVIEW_MAX_LENGTH = 4096;
+
+/**
+ * How far past {@link PAYLOAD_PREVIEW_MAX_LENGTH} a queued preview may run. Cutting before
+ * scrubbing would leave a value cut at the boundary (`... bob@exam`) unrecognisable, so
+ * {@link createAuditRecord} keeps this much more and the worker cuts after scrubbing: a value
+ * up to this long that straddles the stored length is scrubbed whole (an email address is at
+ * most 254 characters; cards, phones, IBANs far fewer).
+ */
+export const PAYLOAD_PREVIEW_SCRUB_MARGIN = 256;
 
 /** Who wrote the record: the orchestrator's chain, or the audit interceptor's invocation. */
 export const AuditKindSchema = z.enum(['chain', 'invocation']);
@@ -140,8 +149,14 @@ export const AuditRecordSchema = z.object({
   interceptors: z.array(AuditInterceptorSchema),
   abortReasons: z.array(AuditAbortReasonSchema),
   durationMs: z.number().nonnegative(),
-  /** A short rendering of the payload; the worker scrubs PII before storing it. */
-  payloadPreview: z.string().max(PAYLOAD_PREVIEW_MAX_LENGTH).optional(),
+  /**
+   * A short rendering of the payload; the worker scrubs PII, then cuts it to
+   * {@link PAYLOAD_PREVIEW_MAX_LENGTH} before storing it.
+   */
+  payloadPreview: z
+    .string()
+    .max(PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN)
+    .optional(),
 });
 
 /** An audit record. */
@@ -200,8 +215,9 @@ function isoNow(): string {
 /**
  * Make a record: a monotonic ULID (ids made in one process sort in creation order), the
  * current time, empty lists where none were given, the active span's trace and span ids
- * when the input names none, and `payloadPreview` cut to
- * {@link PAYLOAD_PREVIEW_MAX_LENGTH}. Cheap and unvalidated: the worker parses.
+ * when the input names none, and `payloadPreview` cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH} +
+ * {@link PAYLOAD_PREVIEW_SCRUB_MARGIN} (the worker scrubs, then cuts the rest). Cheap and
+ * unvalidated: the worker parses.
  */
 export function createAuditRecord(input: AuditRecordInput): AuditRecord {
   // Object.assign, not `{...input, id}`: on Node 20 a spread followed by more keys takes the
@@ -221,11 +237,9 @@ export function createAuditRecord(input: AuditRecordInput): AuditRecord {
       record.spanId ??= context.spanId;
     }
   }
-  if (
-    record.payloadPreview !== undefined &&
-    record.payloadPreview.length > PAYLOAD_PREVIEW_MAX_LENGTH
-  )
-    record.payloadPreview = record.payloadPreview.slice(0, PAYLOAD_PREVIEW_MAX_LENGTH);
+  const previewWindow = PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN;
+  if (record.payloadPreview !== undefined && record.payloadPreview.length > previewWindow)
+    record.payloadPreview = record.payloadPreview.slice(0, previewWindow);
   return record;
 }
 

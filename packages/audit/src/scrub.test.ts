@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { recordAt } from '../test/stores.ts';
+import { PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 import { defaultScrubber, SCRUB_FAILED, scrubRecord } from './scrub.ts';
 
 describe('defaultScrubber', () => {
@@ -67,6 +68,16 @@ describe('scrubRecord', () => {
     expect(scrubRecord(recordAt(0, { target: 'get_weather' }), defaultScrubber).record.target).toBe(
       'get_weather',
     );
+  });
+
+  it('cuts a long preview to its stored length only after scrubbing it', () => {
+    // A producer's preview may run PAYLOAD_PREVIEW_SCRUB_MARGIN past the stored length so a
+    // value cut there is still whole when scrubbed; here an email straddles the stored cut.
+    const head = 'x'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 6);
+    const record = recordAt(0, { payloadPreview: `${head} bob@example.com and more` });
+    const { record: clean } = scrubRecord(record, defaultScrubber);
+    expect(clean.payloadPreview).toBe(`${head} [EMAI`);
+    expect(clean.payloadPreview).toHaveLength(PAYLOAD_PREVIEW_MAX_LENGTH);
   });
 
   it('blanks text the scrubber fails on instead of storing it', () => {

@@ -1,4 +1,4 @@
-import { type AuditRecord, parseAuditRecord } from '@fleet/audit';
+import { type AuditRecord, parseAuditRecord, SCRUB_FAILED } from '@fleet/audit';
 import { createInterceptorHost } from '@fleet/interceptor-kit';
 import { describe, expect, it } from 'vitest';
 import {
@@ -62,6 +62,37 @@ describe('invocationRecord', () => {
       { previewChars: 20 },
     );
     expect(record.payloadPreview).toBe('{"name":"echo","argu');
+  });
+
+  it.each([
+    // The cut (at 24 characters) falls inside the value: `{"note":"hi bob@example` alone is
+    // no email to a scrubber, so cutting first would store it.
+    ['an email', { note: 'hi bob@example.com, thanks' }, /bob|example/],
+    ['a card number', { note: '4111 1111 1111 1111' }, /4111|1111/],
+  ])('never keeps part of %s that straddles the preview cut', (_what, payload, leak) => {
+    const record = invocationRecord(
+      payload,
+      { event: 'tools/call', phase: 'request', context: {} },
+      { previewChars: 24 },
+    );
+    expect(JSON.stringify(payload).slice(0, 24)).toMatch(leak);
+    expect(record.payloadPreview).toHaveLength(24);
+    expect(record.payloadPreview).not.toMatch(leak);
+    expect(record.payloadPreview).toMatch(/^\{"note":"[^"]*\[/);
+  });
+
+  it('stores no preview text when the scrubber fails', () => {
+    const record = invocationRecord(
+      { note: 'bob@example.com' },
+      { event: 'tools/call', phase: 'request', context: {} },
+      {
+        previewChars: 10,
+        scrub: () => {
+          throw new Error('engine down');
+        },
+      },
+    );
+    expect(record.payloadPreview).toBe(SCRUB_FAILED);
   });
 
   it('leaves out ids that are not W3C ids, so the worker never refuses the record', () => {

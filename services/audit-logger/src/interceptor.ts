@@ -5,7 +5,7 @@
  * to the audit producer, which never waits on Redis; the answer is `valid: true` at once.
  *
  * No payload values are recorded. A short `payloadPreview` is written only when
- * `previewChars` is set, and the worker scrubs it before it is stored.
+ * `previewChars` is set; it is scrubbed here, before it is cut (and again by the worker).
  */
 import {
   type AuditPrincipal,
@@ -14,6 +14,9 @@ import {
   ClaimValueSchema,
   createAuditRecord,
   PAYLOAD_PREVIEW_MAX_LENGTH,
+  PAYLOAD_PREVIEW_SCRUB_MARGIN,
+  type PayloadScrubber,
+  SCRUB_FAILED,
   SpanIdSchema,
   TraceIdSchema,
 } from '@fleet/audit';
@@ -24,6 +27,7 @@ import {
   type HandlerContext,
   type Interceptor,
 } from '@fleet/interceptor-kit';
+import { createPiiScrubber } from './scrubber.ts';
 
 /** The interceptor's name (stable: configs and tests refer to it). */
 export const AUDIT_LOGGER_INTERCEPTOR = 'audit-logger';
@@ -48,8 +52,13 @@ export interface AuditSink {
 /** Options for {@link createAuditLoggerInterceptor}. */
 export interface AuditLoggerInterceptorOptions {
   sink: AuditSink;
-  /** Characters of the JSON payload kept as `payloadPreview` (scrubbed by the worker). Default 0: none. */
+  /**
+   * Characters of the JSON payload kept as `payloadPreview` (at most 4096), scrubbed before it
+   * is cut. Default 0: none.
+   */
   previewChars?: number;
+  /** Scrubs the preview before it is cut. Default: the PII engine ({@link createPiiScrubber}). */
+  scrub?: PayloadScrubber;
   /** Principal claims to keep. Default {@link DEFAULT_AUDITED_CLAIMS}. */
   claims?: readonly string[];
   /** Told about a record that could not be made or queued; the invocation still answers. */
@@ -89,15 +98,38 @@ export function targetOf(payload: unknown): string | undefined {
   return shortText(name) ?? shortText(uri);
 }
 
-function preview(payload: unknown, chars: number): string | undefined {
+let piiScrubber: PayloadScrubber | undefined;
+function defaultScrub(text: string): string {
+  piiScrubber ??= createPiiScrubber();
+  return piiScrubber(text);
+}
+
+/**
+ * The first `chars` characters of the payload's JSON, scrubbed BEFORE the cut: a value cut
+ * at the boundary (`... bob@exam`) is no longer recognisable, so cutting first and scrubbing
+ * later (in the worker) would store it. Scrubbing here rather than having the worker cut is
+ * possible because the PII engine does no I/O, and the per-service length stays here. Only a
+ * window of `chars` + {@link PAYLOAD_PREVIEW_SCRUB_MARGIN} is scrubbed (≈ 1 ms for 4 KB,
+ * where a 4 MB payload would take ~1 s): a value that straddles the cut is whole inside the
+ * window unless it is longer than the margin, and one cut at the window's end lies entirely
+ * past the cut. A replacement such as `[EMAIL_ADDRESS]` may itself be cut, which leaks
+ * nothing. A scrubber that throws leaves {@link SCRUB_FAILED}, never the raw text.
+ */
+function preview(payload: unknown, chars: number, scrub: PayloadScrubber): string | undefined {
   if (chars <= 0 || payload === undefined) return undefined;
+  let text: string | undefined;
   try {
-    const text = JSON.stringify(payload);
-    return text === undefined
-      ? undefined
-      : text.slice(0, Math.min(chars, PAYLOAD_PREVIEW_MAX_LENGTH));
+    text = JSON.stringify(payload);
   } catch {
     return undefined;
+  }
+  if (text === undefined) return undefined;
+  const length = Math.min(chars, PAYLOAD_PREVIEW_MAX_LENGTH);
+  try {
+    const scrubbed = scrub(text.slice(0, length + PAYLOAD_PREVIEW_SCRUB_MARGIN));
+    return typeof scrubbed === 'string' ? scrubbed.slice(0, length) : SCRUB_FAILED;
+  } catch {
+    return SCRUB_FAILED;
   }
 }
 
@@ -109,7 +141,7 @@ function preview(payload: unknown, chars: number): string | undefined {
 export function invocationRecord(
   payload: unknown,
   ctx: Pick<HandlerContext, 'event' | 'phase' | 'context'>,
-  options: Pick<AuditLoggerInterceptorOptions, 'previewChars' | 'claims'> = {},
+  options: Pick<AuditLoggerInterceptorOptions, 'previewChars' | 'claims' | 'scrub'> = {},
 ): AuditRecord {
   const context: InvocationContext = ctx.context;
   const input: AuditRecordInput = {
@@ -148,7 +180,7 @@ export function invocationRecord(
   }
   const target = ctx.phase === 'request' ? targetOf(payload) : undefined;
   if (target) input.target = target;
-  const text = preview(payload, options.previewChars ?? 0);
+  const text = preview(payload, options.previewChars ?? 0, options.scrub ?? defaultScrub);
   if (text !== undefined) input.payloadPreview = text;
   return createAuditRecord(input);
 }

@@ -183,6 +183,31 @@ describe('audit-logger over MCP Streamable HTTP', () => {
     );
   });
 
+  it('stores a payload preview cut through a PII value without any part of the value', async () => {
+    const producer = await startPipeline({ scrub: createPiiScrubber() });
+    const previewChars = 48;
+    const base = await serve(
+      createAuditLoggerApp({ sink: producer, store, previewChars }).listener,
+    );
+    const client = await connectMcpClient(`${base}/mcp`);
+    const trace = traceId();
+    const payload = { name: 'send', arguments: { to: 'bob.smith@example.com' } };
+    // The cut falls inside the address: `...{"to":"bob.smith@exam`.
+    expect(JSON.stringify(payload).slice(0, previewChars)).toMatch(/bob\.smith@exam$/);
+    await client.request(
+      invoke('tools/call', 'request', payload, {
+        traceId: trace,
+        timestamp: new Date().toISOString(),
+      }),
+      InvokeResult,
+    );
+    await waitFor(async () => (await store.trace(trace)).length === 1, 'the record');
+    const [record] = await store.trace(trace);
+    expect(record?.payloadPreview).toHaveLength(previewChars);
+    expect(record?.payloadPreview).toMatch(/^\{"name":"send","arguments":\{"to":"\[EMAIL/);
+    expect(record?.payloadPreview).not.toMatch(/bob|smith|exam/);
+  });
+
   it('never waits on Redis: with Redis unreachable, invoke still answers at once', async () => {
     const producer = createAuditProducer({
       connection: 'redis://127.0.0.1:1',
