@@ -5,7 +5,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Principal } from '@fleet/core';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import express, { type Express } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { createAdminRouter } from './admin.ts';
 import { type Authenticator, createAuthenticator } from './auth.ts';
@@ -128,6 +128,25 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   app.use((_req, res) => {
     res.status(404).json({ error: 'not found' });
   });
+  // Whatever express itself refuses (a path whose percent-encoding does not decode, ...)
+  // is answered in JSON like every other error, never with its HTML page and stack.
+  app.use(
+    (error: Error & { status?: unknown }, _req: Request, res: Response, _next: NextFunction) => {
+      const status =
+        typeof error.status === 'number' && error.status >= 400 && error.status < 600
+          ? error.status
+          : 500;
+      if (status >= 500) log.error({ err: String(error) }, 'request failed');
+      if (res.headersSent) return;
+      const message =
+        error instanceof URIError || /decode/i.test(error.message)
+          ? 'malformed percent-encoding in the URL'
+          : status < 500
+            ? 'bad request'
+            : 'internal error';
+      res.status(status).json({ error: message });
+    },
+  );
 
   const activeGateway = gateway;
   // MCP traffic is served by plain node handling (no framework on the hot path); the rest

@@ -626,7 +626,7 @@ export class Gateway {
           { field: 'ref' },
         );
       const route = this.router.route(value);
-      if (!route) throw unknownTarget(method, value);
+      if (!route) throw unknownTarget(method, value, ref?.type);
       return this.#call(
         session,
         route.backend,
@@ -907,10 +907,11 @@ function withoutProgressToken(params: Record<string, unknown>): Record<string, u
   return out;
 }
 
-function unknownTarget(method: string, name: string): ProtocolError {
+/** -32602 naming what `method` (or a completion's `ref.type`) could not find. */
+function unknownTarget(method: string, name: string, refType?: string): ProtocolError {
   const what = method.startsWith('tools/')
     ? 'tool'
-    : method.startsWith('prompts/')
+    : method.startsWith('prompts/') || refType === 'ref/prompt'
       ? 'prompt'
       : 'resource';
   return new ProtocolError(JsonRpcCode.INVALID_PARAMS, `Unknown ${what}: ${name}`, {

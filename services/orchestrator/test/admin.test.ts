@@ -207,6 +207,21 @@ describe('admin API', () => {
     );
   });
 
+  it('answers a path whose percent-encoding does not decode in JSON, without a stack', async () => {
+    const gw = await startGateway('', { adminToken: ADMIN });
+    for (const [method, path] of [
+      ['DELETE', '/services/%E0%A4%A'],
+      ['POST', '/services/%ZZ/refresh'],
+    ] as const) {
+      const res = await admin(gw.base, path, { method });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toContain('application/json');
+      const text = await res.text();
+      expect(JSON.parse(text)).toEqual({ error: 'malformed percent-encoding in the URL' });
+      expect(text).not.toMatch(/node_modules|at /);
+    }
+  });
+
   it('requires the admin token', async () => {
     const gw = await startGateway('', { adminToken: ADMIN });
     expect((await admin(gw.base, '/services', {}, 'wrong')).status).toBe(401);

@@ -98,6 +98,20 @@ describe('aggregation and routing', () => {
     expect((error as McpError).message).toContain('zzz_nothing');
   });
 
+  it('names what a completion could not find: an unknown prompt or resource', async () => {
+    const { gateway } = await twoBackends();
+    const client = await connectClient(gateway.mcpUrl);
+    const complete = (
+      ref: { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string },
+    ) => client.complete({ ref, argument: { name: 'a', value: 'b' } }).catch((e: unknown) => e);
+    const prompt = (await complete({ type: 'ref/prompt', name: 'zzz' })) as McpError;
+    expect([prompt.code, prompt.data]).toEqual([-32602, { name: 'zzz' }]);
+    expect(prompt.message).toContain('Unknown prompt: zzz');
+    const resource = (await complete({ type: 'ref/resource', uri: 'zz://x' })) as McpError;
+    expect([resource.code, resource.data]).toEqual([-32602, { uri: 'zz://x' }]);
+    expect(resource.message).toContain('Unknown resource: zz://x');
+  });
+
   it('rejects a forged cursor with -32602', async () => {
     const { gateway } = await twoBackends();
     const client = await connectClient(gateway.mcpUrl);
