@@ -30,13 +30,20 @@ export interface InterceptorHostOptions {
   onInvoked?: (event: InvokedEvent) => void;
 }
 
-/** What {@link InterceptorHostOptions.onInvoked} reports. */
+/** What {@link InterceptorHostOptions.onInvoked} reports. Never the payload. */
 export interface InvokedEvent {
   interceptor: string;
   event: string;
   phase: string;
   durationMs: number;
   outcome: 'ok' | 'error' | 'timeout';
+  /** The interceptor's type and mode (from its descriptor). */
+  type: 'validation' | 'mutation';
+  mode: 'active' | 'audit';
+  /** When `ok`: what the verdict was. */
+  verdict?: 'allowed' | 'denied' | 'modified' | 'unchanged';
+  /** When not `ok`: the `reason` the caller was sent (`timeout` for a timeout). */
+  reason?: string;
 }
 
 /** Serves a set of interceptors, transport-agnostic. */
@@ -126,6 +133,18 @@ function handlerFailure(interceptor: string, reason: string): ProtocolError {
     interceptor,
     reason,
   });
+}
+
+/** What a result decided, for {@link InvokedEvent.verdict}. */
+function verdictOf(result: InterceptorResult): InvokedEvent['verdict'] {
+  if (result.type === 'validation') return result.valid ? 'allowed' : 'denied';
+  return result.modified ? 'modified' : 'unchanged';
+}
+
+/** The reason an invocation failed: its error's `data.reason`, else its message. */
+function reasonOf(error: ProtocolError): string {
+  const reason = (error.data as { reason?: unknown } | undefined)?.reason;
+  return typeof reason === 'string' ? reason : error.message;
 }
 
 function checkVerdict(
@@ -268,6 +287,8 @@ export function createInterceptorHost(
       const ctx = new InvocationContextImpl(params, source);
       const started = performance.now();
       let outcome: InvokedEvent['outcome'] = 'error';
+      let verdictKind: InvokedEvent['verdict'];
+      let reason: string | undefined;
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         // The verdict, or TIMEOUT when the budget runs out first.
@@ -289,21 +310,35 @@ export function createInterceptorHost(
         checkVerdict(interceptor, verdict);
         const result = toResult(interceptor, params, verdict, performance.now() - started);
         outcome = 'ok';
+        verdictKind = verdictOf(result);
         return result;
       } catch (error) {
-        if (error instanceof ProtocolError) throw error;
-        const reason = error instanceof Error ? error.message || error.name : String(error);
-        throw handlerFailure(params.name, reason);
+        const failure =
+          error instanceof ProtocolError
+            ? error
+            : handlerFailure(
+                params.name,
+                error instanceof Error ? error.message || error.name : String(error),
+              );
+        reason = reasonOf(failure);
+        throw failure;
       } finally {
         if (timer !== undefined) clearTimeout(timer);
         ctx.release();
-        report({
-          interceptor: params.name,
-          event: params.event,
-          phase: params.phase,
-          durationMs: performance.now() - started,
-          outcome,
-        });
+        if (onInvoked !== undefined) {
+          const event: InvokedEvent = {
+            interceptor: params.name,
+            event: params.event,
+            phase: params.phase,
+            durationMs: performance.now() - started,
+            outcome,
+            type: interceptor.info.type,
+            mode: interceptor.info.mode ?? 'active',
+          };
+          if (verdictKind !== undefined) event.verdict = verdictKind;
+          if (reason !== undefined) event.reason = reason;
+          report(event);
+        }
       }
     },
   };

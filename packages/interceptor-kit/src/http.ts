@@ -31,7 +31,7 @@ import {
   isJSONRPCResultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { type BatchAnswer, runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
 import { checkInvokeDepth, type InvokeLimits, resolveMaxDepth } from './limits.ts';
@@ -171,6 +171,21 @@ export function bearerMatches(header: string | undefined, token: string | undefi
   const given = Buffer.from(header.slice(scheme[0].length).trim());
   const expected = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Express middleware for a service's own endpoints (`/config`, `/policy`): without the
+ * bearer `token` (scheme in any case) the answer is 401 `{error: {code: "UNAUTHORIZED",
+ * message}}` with `WWW-Authenticate: Bearer`. Passes everything when `token` is unset.
+ */
+export function requireBearer(token: string | undefined): RequestHandler {
+  return (req, res, next) => {
+    if (bearerMatches(req.headers.authorization, token)) return next();
+    res.setHeader('www-authenticate', 'Bearer');
+    res.status(401).json({
+      error: { code: 'UNAUTHORIZED', message: 'a valid bearer token is required' },
+    });
+  };
 }
 
 function acceptsJson(accept: string | undefined): boolean {

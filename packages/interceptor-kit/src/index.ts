@@ -22,6 +22,7 @@ export {
   createInterceptorHttpApp,
   errorEnvelope,
   readBody,
+  requireBearer,
 } from './http.ts';
 export type { InvokeLimits } from './limits.ts';
 export { checkInvokeDepth, DEFAULT_MAX_DEPTH } from './limits.ts';
@@ -31,6 +32,12 @@ export type { Logger } from './logger.ts';
 export { createLogger, silentLogger } from './logger.ts';
 export type { ServerIdentity } from './mcp-server.ts';
 export { createInterceptorMcpServer, interceptorServerCapabilities } from './mcp-server.ts';
+export type {
+  InvocationMetricAttributes,
+  InvocationMetrics,
+  InvocationObserverOptions,
+} from './observe.ts';
+export { invocationOutcome, observeInvocations } from './observe.ts';
 export type { BufferedPost, BufferedResponse } from './post.ts';
 export { ExchangeTimeout, postBuffered, ResponseTooLarge } from './post.ts';
 export type { ReloadingFile, ReloadingFileOptions } from './reloading-file.ts';

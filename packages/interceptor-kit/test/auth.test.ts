@@ -3,7 +3,7 @@
  * the auth scheme is case-insensitive (RFC 7235 §2.1), the token is compared exactly.
  */
 import { describe, expect, it } from 'vitest';
-import { allow, bearerMatches, defineValidator } from '../src/index.ts';
+import { allow, bearerMatches, defineValidator, requireBearer } from '../src/index.ts';
 import { expectErrorReply, rawPost } from '../src/testing.ts';
 import { serveInterceptors } from './helpers.ts';
 
@@ -54,5 +54,43 @@ describe('/mcp bearer over HTTP', () => {
       expectErrorReply(reply, 401, reply.json.error?.code ?? 0);
       expect(reply.headers['www-authenticate']).toBe('Bearer');
     }
+  });
+});
+
+describe("requireBearer on a service's own endpoints", () => {
+  const withStatus = (token: string | undefined) =>
+    serveInterceptors([validator], {
+      token,
+      extend: (app) => {
+        app.get('/status', requireBearer(token), (_req, res) => {
+          res.json({ path: '/etc/secret.yaml' });
+        });
+      },
+    });
+
+  it('answers 401 with a JSON body without the token, and the route with it', async () => {
+    const { base } = await withStatus('s3cret');
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }]) {
+      const res = await fetch(`${base}/status`, { headers });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      const body = await res.text();
+      expect(JSON.parse(body)).toEqual({
+        error: { code: 'UNAUTHORIZED', message: 'a valid bearer token is required' },
+      });
+      expect(body).not.toContain('secret.yaml');
+    }
+    for (const authorization of ['Bearer s3cret', 'bearer s3cret']) {
+      const res = await fetch(`${base}/status`, { headers: { authorization } });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ path: '/etc/secret.yaml' });
+    }
+    // Health stays open for probes.
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+
+  it('passes everything when no token is configured', async () => {
+    const { base } = await withStatus(undefined);
+    expect((await fetch(`${base}/status`)).status).toBe(200);
   });
 });

@@ -5,6 +5,7 @@ import {
   type Interceptor,
   type InterceptorHostOptions,
   type InterceptorHttpOptions,
+  type Logger,
   listen,
 } from '../src/index.ts';
 import { defer } from '../src/testing.ts';
@@ -21,4 +22,21 @@ export async function serveInterceptors(
   const listening = await listen(listener, { service: 'test', announce: false });
   defer(() => listening.close(100));
   return { url: `${listening.url}/mcp`, base: listening.url };
+}
+
+/** A logger that keeps every line (level, facts, message) for assertions. */
+export function capturingLogger() {
+  const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+  const at =
+    (level: string) =>
+    (obj: Record<string, unknown>, msg: string): void => {
+      lines.push({ level, obj, msg });
+    };
+  const logger: Logger = {
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+  };
+  return { logger, lines };
 }

@@ -15,12 +15,11 @@ import {
   createInterceptorMcpServer,
   DEFAULT_MAX_DEPTH,
   defineMutator,
-  type Logger,
   modified,
   unchanged,
 } from '../src/index.ts';
 import { expectErrorReply, rawPost } from '../src/testing.ts';
-import { defer, serveInterceptors } from './helpers.ts';
+import { capturingLogger, defer, serveInterceptors } from './helpers.ts';
 
 const nestedText = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const nested = (depth: number): unknown => JSON.parse(nestedText(depth));
@@ -55,22 +54,6 @@ const invoke = (p: unknown, id = 1) => ({
 /** `{"arguments":{"a":<depth-deep arrays>}}` as text: a recursive stringify would overflow. */
 const deepInvokeText = (depth: number, id = 1) =>
   `{"jsonrpc":"2.0","id":${id},"method":"interceptor/invoke","params":{"name":"echo","event":"tools/call","phase":"request","payload":{"arguments":{"a":${nestedText(depth)}}}}}`;
-
-function capturingLogger() {
-  const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
-  const at =
-    (level: string) =>
-    (obj: Record<string, unknown>, msg: string): void => {
-      lines.push({ level, obj, msg });
-    };
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-  };
-  return { logger, lines };
-}
 
 describe('checkInvokeDepth', () => {
   it.each([
