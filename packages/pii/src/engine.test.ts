@@ -126,4 +126,84 @@ describe('engine', () => {
     );
     expect(() => engine.transformValue([[['x']]], { limits: { maxDepth: 5 } })).not.toThrow();
   });
+
+  describe('no detected value leaves a response unchanged (no config)', () => {
+    const engine = createPiiEngine();
+    const email = 'bob@example.com';
+
+    it.each([
+      [
+        'tools/call',
+        {
+          content: [
+            {
+              type: 'resource_link',
+              uri: `mailto:${email}`,
+              name: email,
+              description: `owner ${email}`,
+              annotations: { audience: ['user'], priority: 0.5, comment: email },
+              _meta: { owner: email, progressToken: 'p-1' },
+            },
+            { type: 'text', text: 'ok', extra: email, _meta: { [email]: true } },
+          ],
+          structuredContent: { [email]: 1, type: email },
+          _meta: {
+            owner: email,
+            traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+          },
+          unknown: { nested: [email] },
+        },
+      ],
+      ['prompts/get', { description: `for ${email}`, messages: [], extra: email }],
+      [
+        'resources/read',
+        { contents: [{ uri: `file:///home/${email}/a.txt`, mimeType: 'text/plain', text: 'x' }] },
+      ],
+    ] as const)('%s', (method, result) => {
+      const r = engine.transformMcp('response', method, result);
+      expect(JSON.stringify(r.value)).not.toContain(email);
+      expect(JSON.stringify(r.findings)).not.toContain(email);
+      // Protocol fields stay as they were.
+      const out = JSON.stringify(r.value);
+      for (const kept of [
+        '"type":"resource_link"',
+        '"mimeType":"text/plain"',
+        '"progressToken":"p-1"',
+      ])
+        if (JSON.stringify(result).includes(kept)) expect(out).toContain(kept);
+    });
+
+    it('renames a key holding PII, naming it in paths without its value', () => {
+      const r = engine.transformMcp('response', 'tools/call', {
+        content: [],
+        structuredContent: { [email]: { note: 'call +1 212-736-5000' }, 'eve@example.com': 2 },
+      });
+      expect(r.value).toEqual({
+        content: [],
+        structuredContent: {
+          '[EMAIL_ADDRESS]': { note: 'call [PHONE_NUMBER]' },
+          '[EMAIL_ADDRESS]#2': 2,
+        },
+      });
+      expect(r.findings.map((f) => [f.path, f.type])).toEqual([
+        ['structuredContent[<key>]', 'EMAIL_ADDRESS'],
+        ['structuredContent[<key>].note', 'PHONE_NUMBER'],
+        ['structuredContent[<key>]', 'EMAIL_ADDRESS'],
+      ]);
+    });
+
+    it('guards and transforms secrets used as argument keys', () => {
+      const key = ['AKIA', 'IOSFODNN7EXAMPLE'].join('');
+      const params = { name: 'deploy', arguments: { config: { [key]: 'x' } } };
+      const verdict = engine.guard('tools/call', params);
+      expect(verdict).toEqual({
+        allowed: false,
+        violations: [{ path: 'arguments.config[<key>]', type: 'AWS_ACCESS_KEY_ID' }],
+      });
+      expect(engine.transformMcp('request', 'tools/call', params).value).toEqual({
+        name: 'deploy',
+        arguments: { config: { '[AWS_ACCESS_KEY_ID]': 'x' } },
+      });
+    });
+  });
 });

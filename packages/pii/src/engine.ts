@@ -190,6 +190,11 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
     const { texts } = leaves;
     if (texts.length === 0) return leaves.root;
     const { segments, detections } = analyzeSegments(texts, leaves.keys, policy);
+    // Keys holding an entity are masked in every path before any path is written.
+    for (let k = 0; k < segments.length; k++) {
+      const i = segments[k] as number;
+      if (leaves.isKey(i)) leaves.maskKey(i);
+    }
     const changed: number[] = [];
     const replacements: string[] = [];
     for (let k = 0; k < segments.length; k++) {

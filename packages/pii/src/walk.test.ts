@@ -90,63 +90,109 @@ describe('JSON walking', () => {
 describe('MCP parts', () => {
   it.each([
     ['tools/call', 'request', [['arguments']]],
-    [
-      'tools/call',
-      'response',
-      [['content', '*', 'text'], ['content', '*', 'resource', 'text'], ['structuredContent']],
-    ],
-    ['resources/read', 'response', [['contents', '*', 'text']]],
-    [
-      'prompts/get',
-      'response',
-      [
-        ['messages', '*', 'content', 'text'],
-        ['messages', '*', 'content', 'resource', 'text'],
-      ],
-    ],
+    ['tools/call', 'response', [[]]],
+    ['resources/read', 'response', [[]]],
+    ['prompts/get', 'response', [[]]],
     ['tools/list', 'response', []],
     ['resources/read', 'request', []],
   ] as const)('%s %s', (method, phase, want) => {
     expect(mcpTargets(method, phase)).toEqual(want);
   });
 
-  it('walks only the user-data parts of a tools/call result', () => {
+  it('walks every string of a tools/call result but its protocol-structural fields', () => {
     const result = {
       content: [
-        { type: 'text', text: 'hello' },
+        {
+          type: 'text',
+          text: 'hello',
+          annotations: { audience: ['user'], priority: 1, note: 'n' },
+        },
         { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
-        { type: 'resource', resource: { uri: 'file:///a', text: 'inside' } },
+        {
+          type: 'resource',
+          resource: { uri: 'file:///a', text: 'inside', mimeType: 'text/plain' },
+        },
+        { type: 'resource', resource: { uri: 'file:///b', blob: 'aGVsbG8=' } },
+        { type: 'resource_link', uri: 'file:///c', name: 'c', description: 'd', extra: 'e' },
+        {
+          type: 'text',
+          text: 't',
+          _meta: { progressToken: 'p', 'io.modelcontextprotocol/x': 'r' },
+        },
       ],
-      structuredContent: { deep: { list: ['one', 2] } },
-      _meta: { note: 'untouched' },
+      structuredContent: { deep: { list: ['one', 2] }, type: 'user data' },
+      _meta: { note: 'meta', traceparent: 'tp', tracestate: 'ts', 'dev.mcp/y': 'r' },
       isError: false,
+      unknown: 'field',
     };
     const out = mapMcpStrings('response', 'tools/call', result, upper);
     expect(out).toEqual({
       content: [
-        { type: 'text', text: 'HELLO' },
+        {
+          type: 'text',
+          text: 'HELLO',
+          annotations: { audience: ['user'], priority: 1, note: 'N' },
+        },
         { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
-        { type: 'resource', resource: { uri: 'file:///a', text: 'INSIDE' } },
+        {
+          type: 'resource',
+          resource: { uri: 'FILE:///A', text: 'INSIDE', mimeType: 'text/plain' },
+        },
+        { type: 'resource', resource: { uri: 'FILE:///B', blob: 'aGVsbG8=' } },
+        { type: 'resource_link', uri: 'FILE:///C', name: 'C', description: 'D', extra: 'E' },
+        {
+          type: 'text',
+          text: 'T',
+          _meta: { progressToken: 'p', 'io.modelcontextprotocol/x': 'r' },
+        },
       ],
-      structuredContent: { deep: { list: ['ONE', 2] } },
-      _meta: { note: 'untouched' },
+      structuredContent: { deep: { list: ['ONE', 2] }, type: 'USER DATA' },
+      _meta: { note: 'META', traceparent: 'tp', tracestate: 'ts', 'dev.mcp/y': 'r' },
       isError: false,
+      unknown: 'FIELD',
     });
-    expect(out._meta).toBe(result._meta);
+    expect(out.content[1]).toBe(result.content[1]);
   });
 
-  it('walks resources/read contents and prompts/get messages', () => {
+  it('walks resources/read contents and prompts/get results whole', () => {
     expect(
-      mapMcpStrings('response', 'resources/read', { contents: [{ uri: 'u', text: 'a' }] }, upper),
-    ).toEqual({ contents: [{ uri: 'u', text: 'A' }] });
+      mapMcpStrings(
+        'response',
+        'resources/read',
+        {
+          contents: [
+            { uri: 'u', text: 'a', mimeType: 'm' },
+            { uri: 'v', blob: 'b' },
+          ],
+        },
+        upper,
+      ),
+    ).toEqual({
+      contents: [
+        { uri: 'U', text: 'A', mimeType: 'm' },
+        { uri: 'V', blob: 'b' },
+      ],
+    });
     expect(
       mapMcpStrings(
         'response',
         'prompts/get',
-        { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] },
+        {
+          description: 'd',
+          messages: [
+            { role: 'user', content: { type: 'text', text: 'hi' } },
+            { role: 'assistant', content: { type: 'audio', data: 'QQ==', mimeType: 'audio/wav' } },
+          ],
+        },
         upper,
       ),
-    ).toEqual({ messages: [{ role: 'user', content: { type: 'text', text: 'HI' } }] });
+    ).toEqual({
+      description: 'D',
+      messages: [
+        { role: 'user', content: { type: 'text', text: 'HI' } },
+        { role: 'assistant', content: { type: 'audio', data: 'QQ==', mimeType: 'audio/wav' } },
+      ],
+    });
   });
 
   it('reports findings with paths and types, never values', () => {
@@ -215,7 +261,7 @@ describe('collecting leaves and writing replacements back', () => {
     expect(out).toEqual(JSON.parse('{"__proto__": "X", "a": "Y"}'));
   });
 
-  it('shares the containers MCP target patterns have in common', () => {
+  it('collects a result in one walk, with paths, and writes replacements back', () => {
     const result = {
       content: [
         { type: 'text', text: 'a', resource: { text: 'b' } },
@@ -224,14 +270,17 @@ describe('collecting leaves and writing replacements back', () => {
       structuredContent: { s: 'd' },
     };
     const leaves = collectMcpStrings('response', 'tools/call', result);
-    expect(leaves.texts).toEqual(['a', 'c', 'b', 'd']);
+    // `structuredContent` (long enough to be looked at) is a key leaf.
+    expect(leaves.texts).toEqual(['a', 'b', 'c', 'structuredContent', 'd']);
+    expect(leaves.isKey(3)).toBe(true);
     expect(leaves.texts.map((_t, i) => leaves.pathText(i))).toEqual([
       'content[0].text',
-      'content[1].text',
       'content[0].resource.text',
+      'content[1].text',
+      'structuredContent',
       'structuredContent.s',
     ]);
-    const out = leaves.replace([0, 2, 3], ['A', 'B', 'D']);
+    const out = leaves.replace([0, 1, 4], ['A', 'B', 'D']);
     expect(out).toEqual({
       content: [
         { type: 'text', text: 'A', resource: { text: 'B' } },
@@ -240,13 +289,38 @@ describe('collecting leaves and writing replacements back', () => {
       structuredContent: { s: 'D' },
     });
     expect(out.content[1]).toBe(result.content[1]);
-    expect(mapMcpStrings('response', 'tools/call', result, upper)).toEqual({
-      content: [
-        { type: 'text', text: 'A', resource: { text: 'B' } },
-        { type: 'text', text: 'C' },
-      ],
-      structuredContent: { s: 'D' },
-    });
+  });
+
+  it('collects keys that may hold an entity and renames them in place, keeping both on a clash', () => {
+    const value = {
+      structuredContent: {
+        email: 'x',
+        'bob@example.com': 1,
+        'eve@example.com': { note: 'n' },
+        '[EMAIL_ADDRESS]': 3,
+      },
+    };
+    const leaves = collectMcpStrings('response', 'tools/call', value);
+    const keyLeaves = leaves.texts.filter((_t, i) => leaves.isKey(i));
+    // `email` is a short letters-only key: never an entity, never looked at.
+    expect(keyLeaves).toEqual([
+      'structuredContent',
+      'bob@example.com',
+      'eve@example.com',
+      '[EMAIL_ADDRESS]',
+    ]);
+    const bob = leaves.texts.indexOf('bob@example.com');
+    const eve = leaves.texts.indexOf('eve@example.com');
+    const note = leaves.texts.indexOf('n');
+    leaves.maskKey(eve);
+    expect(leaves.pathText(note)).toBe('structuredContent[<key>].note');
+    const out = leaves.replace([bob, eve, note], ['[EMAIL_ADDRESS]', '[EMAIL_ADDRESS]', 'N']);
+    expect(Object.entries(out.structuredContent)).toEqual([
+      ['email', 'x'],
+      ['[EMAIL_ADDRESS]#2', 1],
+      ['[EMAIL_ADDRESS]#3', { note: 'N' }],
+      ['[EMAIL_ADDRESS]', 3],
+    ]);
   });
 
   it('throws the limits where mapStringLeaves does', () => {

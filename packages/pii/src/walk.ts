@@ -1,6 +1,7 @@
 /**
- * Bounded, copy-on-write walks over JSON values: every string leaf is handed to a visitor;
- * keys and non-string values are never touched; a container is copied only when something
+ * Bounded, copy-on-write walks over JSON values. `mapStringLeaves` hands every string leaf to a
+ * visitor (keys and non-string values are never touched); the collectors behind the engine
+ * also collect object keys that may hold an entity, so that a key can be renamed like a value; a container is copied only when something
  * inside it changed, so an unchanged input comes back as the same reference. Depth and total
  * string size are checked as the walk goes and end it with a {@link PiiLimitError}; recursion
  * never goes deeper than `maxDepth`, so a 10,000-deep array cannot overflow the stack.
@@ -147,84 +148,102 @@ export function mapStringLeaves<T>(value: T, visit: LeafVisitor, limits?: WalkLi
 /** `'*'` in a target pattern matches every array element or object member. */
 export type TargetPattern = readonly PathSegment[];
 
-const MCP_TARGETS: Readonly<Record<string, Partial<Record<McpPhase, readonly TargetPattern[]>>>> = {
+/**
+ * How one member of an object of an MCP message is walked: `ALL` (user data: every key and
+ * string below it), `SKIP` (protocol structure: never touched, key included), or the shape of
+ * the protocol object it holds. Arrays are transparent: each element gets the member's shape.
+ */
+export type Shape = (key: string, container: Readonly<Record<string, unknown>>) => Rule;
+type Rule = Shape | typeof ALL | typeof SKIP;
+const ALL = 1;
+const SKIP = 0;
+
+/** `_meta` keys reserved by MCP: a prefix with a `modelcontextprotocol` or `mcp` label. */
+function isReservedMetaKey(key: string): boolean {
+  const slash = key.indexOf('/');
+  if (slash < 0) return false;
+  const prefix = key.slice(0, slash).split('.');
+  return prefix.includes('modelcontextprotocol') || prefix.includes('mcp');
+}
+
+const metaShape: Shape = (key) =>
+  key === 'progressToken' || key === 'traceparent' || key === 'tracestate' || isReservedMetaKey(key)
+    ? SKIP
+    : ALL;
+const annotationsShape: Shape = (key) =>
+  key === 'audience' || key === 'priority' || key === 'lastModified' ? SKIP : ALL;
+const resourceShape: Shape = (key) => {
+  switch (key) {
+    case 'mimeType':
+    case 'blob':
+      return SKIP;
+    case '_meta':
+      return metaShape;
+    case 'annotations':
+      return annotationsShape;
+    default:
+      return ALL;
+  }
+};
+/** A content block: text, image, audio, resource_link, embedded resource. */
+const blockShape: Shape = (key, block) => {
+  switch (key) {
+    case 'type':
+    case 'mimeType':
+      return SKIP;
+    case 'data': // base64 of an image or audio block
+      return block.type === 'image' || block.type === 'audio' ? SKIP : ALL;
+    case 'annotations':
+      return annotationsShape;
+    case '_meta':
+      return metaShape;
+    case 'resource':
+      return resourceShape;
+    default:
+      return ALL;
+  }
+};
+const messageShape: Shape = (key) =>
+  key === 'role' ? SKIP : key === 'content' ? blockShape : key === '_meta' ? metaShape : ALL;
+const resultShape =
+  (member: string, shape: Shape): Shape =>
+  (key) =>
+    key === member ? shape : key === '_meta' ? metaShape : ALL;
+
+/**
+ * The shapes of the MCP messages the engine walks. Request `params` of `tools/call`: only
+ * `arguments`. Response `result`s: everything, except the protocol-structural fields that carry
+ * no user data and must stay valid — `type` and `mimeType` of content blocks, `data` of image
+ * and audio blocks, `mimeType` and `blob` of resource contents, annotations' `audience`,
+ * `priority` and `lastModified`, prompt messages' `role`, and `_meta`'s `progressToken`,
+ * `traceparent`, `tracestate` and reserved (`io.modelcontextprotocol/…`) keys.
+ * `structuredContent` and unknown fields are user data throughout.
+ */
+const MCP_SHAPES: Readonly<Record<string, Partial<Record<McpPhase, Shape>>>> = {
   'tools/call': {
-    request: [['arguments']],
-    response: [
-      ['content', '*', 'text'],
-      ['content', '*', 'resource', 'text'],
-      ['structuredContent'],
-    ],
+    request: (key) => (key === 'arguments' ? ALL : SKIP),
+    response: resultShape('content', blockShape),
   },
-  'resources/read': { response: [['contents', '*', 'text']] },
-  'prompts/get': {
-    response: [
-      ['messages', '*', 'content', 'text'],
-      ['messages', '*', 'content', 'resource', 'text'],
-    ],
-  },
+  'resources/read': { response: resultShape('contents', resourceShape) },
+  'prompts/get': { response: resultShape('messages', messageShape) },
 };
 
 /**
- * The parts of an MCP message (request `params` or response `result`) whose strings carry user
- * data: `tools/call` request → `arguments`; response → `content[].text`, embedded resource
- * text, every string of `structuredContent`; `resources/read` → `contents[].text`;
- * `prompts/get` → `messages[].content.text`. Other methods: none.
+ * The parts of an MCP message (request `params` or response `result`) whose strings and keys
+ * carry user data, as patterns: `tools/call` request → `arguments`; `tools/call`,
+ * `resources/read` and `prompts/get` responses → the whole result (`[]`) minus its
+ * protocol-structural fields (see the package README). Other methods: none.
  */
 export function mcpTargets(method: string, phase: McpPhase): readonly TargetPattern[] {
-  return MCP_TARGETS[method]?.[phase] ?? [];
-}
-
-function applyPattern(
-  value: unknown,
-  pattern: TargetPattern,
-  index: number,
-  depth: number,
-  path: PathSegment[],
-  state: WalkState,
-): unknown {
-  if (index === pattern.length) return walk(value, depth, path, state);
-  const seg = pattern[index];
-  if (seg === '*') {
-    if (Array.isArray(value)) {
-      enter(state, depth, path);
-      let copy: unknown[] | undefined;
-      for (let i = 0; i < value.length; i++) {
-        path.push(i);
-        const next = applyPattern(value[i], pattern, index + 1, depth + 1, path, state);
-        path.pop();
-        if (copy === undefined && next !== value[i]) copy = value.slice();
-        if (copy !== undefined) copy[i] = next;
-      }
-      return copy ?? value;
-    }
-    if (!isPlainObject(value)) return value;
-    enter(state, depth, path);
-    let copy: Record<string, unknown> | undefined;
-    for (const key of Object.keys(value)) {
-      path.push(key);
-      const next = applyPattern(value[key], pattern, index + 1, depth + 1, path, state);
-      path.pop();
-      if (copy === undefined && next !== value[key]) copy = { ...value };
-      if (copy !== undefined) setOwn(copy, key, next);
-    }
-    return copy ?? value;
-  }
-  if (typeof seg !== 'string' || !isPlainObject(value) || !Object.hasOwn(value, seg)) return value;
-  enter(state, depth, path);
-  path.push(seg);
-  const next = applyPattern(value[seg], pattern, index + 1, depth + 1, path, state);
-  path.pop();
-  if (next === value[seg]) return value;
-  const copy = { ...value };
-  setOwn(copy, seg, next);
-  return copy;
+  const shape = MCP_SHAPES[method]?.[phase];
+  if (shape === undefined) return [];
+  return phase === 'request' ? [['arguments']] : [[]];
 }
 
 /**
  * Map the string leaves of the {@link mcpTargets} of an MCP message (request `params` or
- * response `result`); everything else is left as is. Paths are relative to the message
- * (`arguments.note`, `content[0].text`). Limits count over all the parts together.
+ * response `result`); everything else, keys included, is left as is. Paths are relative to the
+ * message (`arguments.note`, `content[0].text`). Limits count over all the parts together.
  */
 export function mapMcpStrings<T>(
   phase: McpPhase,
@@ -233,12 +252,37 @@ export function mapMcpStrings<T>(
   visit: LeafVisitor,
   limits?: WalkLimits,
 ): T {
-  const state = stateOf(visit, limits);
-  let out: unknown = message;
-  for (const pattern of mcpTargets(method, phase)) {
-    out = applyPattern(out, pattern, 0, 0, [], state);
+  const leaves = collectMcpStrings(phase, method, message, limits);
+  const changed: number[] = [];
+  const texts: string[] = [];
+  for (let i = 0; i < leaves.texts.length; i++) {
+    if (leaves.isKey(i)) continue;
+    const text = leaves.texts[i] as string;
+    const next = visit(text, leaves.path(i));
+    if (next !== text) {
+      changed.push(i);
+      texts.push(next);
+    }
   }
-  return out as T;
+  return changed.length === 0 ? message : leaves.replace(changed, texts);
+}
+
+/** Shown in paths instead of an object key that holds an entity (the key itself never is). */
+export const MASKED_KEY = '[<key>]';
+
+/**
+ * Whether an object key may hold an entity and is worth analyzing: every entity written with
+ * ASCII letters, `_` and `-` alone is at least 15 characters long (a Slack token), so shorter
+ * keys of those characters (`email`, `first_name`) are skipped without a look.
+ */
+function keyMayHoldEntity(key: string): boolean {
+  if (key.length >= 15) return true;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    const l = c | 32;
+    if (!((l >= 97 && l <= 122) || c === 95 || c === 45)) return true;
+  }
+  return false;
 }
 
 /**
@@ -249,8 +293,15 @@ export function mapMcpStrings<T>(
 export class StringLeaves<T> {
   /** The leaves, in walk order. */
   readonly texts: string[] = [];
-  /** The last path segment of each leaf (`undefined` for a root string). */
+  /**
+   * The last path segment of each leaf (`undefined` for a root string and for a key leaf):
+   * the JSON key a value sits under, its context.
+   */
   readonly keys: Array<PathSegment | undefined> = [];
+  /** Whether each leaf is an object key (its text) rather than a value. */
+  private readonly keyLeaves: boolean[] = [];
+  /** Keys found to hold an entity, by container: written as {@link MASKED_KEY} in paths. */
+  private masked: Map<number, Set<string>> | undefined;
   /** The container of each leaf (index into the nodes), -1 for a root string. */
   private readonly leafParents: number[] = [];
   // Containers on the way to the leaves: the value, its container and its key there.
@@ -259,8 +310,6 @@ export class StringLeaves<T> {
   private readonly nodeKeys: Array<PathSegment | undefined> = [];
   /** Formatted paths of the nodes, filled on demand. */
   private readonly nodePathTexts: Array<string | undefined> = [];
-  /** Nodes by parent and key, for the parts of MCP target patterns that several share. */
-  private shared: Map<number, Map<PathSegment | undefined, number>> | undefined;
   private bytes = 0;
   /** Whether `bytes` is exact (else an upper bound, three per UTF-16 unit). */
   private exact = false;
@@ -271,16 +320,45 @@ export class StringLeaves<T> {
     private readonly maxStringBytes: number,
   ) {}
 
-  /** The path of leaf `i` (a new array). */
-  path(i: number): PathSegment[] {
-    return this.pathTo(this.leafParents[i] ?? -1, this.keys[i]);
+  /** Whether leaf `i` is an object key. */
+  isKey(i: number): boolean {
+    return this.keyLeaves[i] === true;
   }
 
-  /** `formatJsonPath(this.path(i))`, with the containers' paths formatted once. */
+  /**
+   * Mark key leaf `i` as holding an entity: from now on paths through it show
+   * {@link MASKED_KEY} instead of the key. Call before taking any path text.
+   */
+  maskKey(i: number): void {
+    const parent = this.leafParents[i] ?? -1;
+    if (this.masked === undefined) this.masked = new Map();
+    let keys = this.masked.get(parent);
+    if (keys === undefined) {
+      keys = new Set();
+      this.masked.set(parent, keys);
+    }
+    keys.add(this.texts[i] as string);
+  }
+
+  private segmentText(prefix: string, parent: number, key: PathSegment | undefined): string {
+    if (typeof key === 'string' && this.masked?.get(parent)?.has(key) === true)
+      return prefix + MASKED_KEY;
+    return appendPathSegment(prefix, key);
+  }
+
+  /** The path of leaf `i` (a new array; a key leaf's path is its entry's). */
+  path(i: number): PathSegment[] {
+    return this.pathTo(this.leafParents[i] ?? -1, this.isKey(i) ? this.texts[i] : this.keys[i]);
+  }
+
+  /**
+   * `formatJsonPath(this.path(i))`, with the containers' paths formatted once and masked keys
+   * as {@link MASKED_KEY}.
+   */
   pathText(i: number): string {
     const parent = this.leafParents[i] ?? -1;
     const prefix = parent < 0 ? '' : this.nodePathText(parent);
-    return appendPathSegment(prefix, this.keys[i]);
+    return this.segmentText(prefix, parent, this.isKey(i) ? this.texts[i] : this.keys[i]);
   }
 
   private nodePathText(n: number): string {
@@ -288,7 +366,7 @@ export class StringLeaves<T> {
     if (text === undefined) {
       const parent = this.nodeParents[n] ?? -1;
       const prefix = parent < 0 ? '' : this.nodePathText(parent);
-      text = appendPathSegment(prefix, this.nodeKeys[n]);
+      text = this.segmentText(prefix, parent, this.nodeKeys[n]);
       this.nodePathTexts[n] = text;
     }
     return text;
@@ -314,22 +392,6 @@ export class StringLeaves<T> {
     return this.nodeValues.length - 1;
   }
 
-  /** {@link StringLeaves.node}, once per `parent` and `key` (MCP target patterns share prefixes). */
-  sharedNode(value: unknown, depth: number, parent: number, key: PathSegment | undefined): number {
-    if (this.shared === undefined) this.shared = new Map();
-    let children = this.shared.get(parent);
-    if (children === undefined) {
-      children = new Map();
-      this.shared.set(parent, children);
-    }
-    let n = children.get(key);
-    if (n === undefined) {
-      n = this.node(value, depth, parent, key);
-      children.set(key, n);
-    }
-    return n;
-  }
-
   /**
    * Count a string's UTF-8 bytes towards `maxStringBytes`. While three bytes per UTF-16 unit
    * (an upper bound) stay within it, nothing is measured; past that, the exact total of the
@@ -347,31 +409,83 @@ export class StringLeaves<T> {
     for (const text of this.texts) this.bytes += Buffer.byteLength(text, 'utf8');
   }
 
-  /** Collect every string leaf of `value` (see {@link walk}: same order, same limits). */
-  collect(value: unknown, depth: number, parent: number, key: PathSegment | undefined): void {
+  private leaf(text: string, parent: number, key: PathSegment | undefined, isKey: boolean): void {
+    if (this.maxStringBytes !== Number.POSITIVE_INFINITY) this.countBytes(text);
+    if (this.bytes > this.maxStringBytes) {
+      throw new PiiLimitError(
+        'maxStringBytes',
+        this.maxStringBytes,
+        formatJsonPath(this.pathTo(parent, key)),
+      );
+    }
+    this.texts.push(text);
+    this.keys.push(isKey ? undefined : key);
+    this.leafParents.push(parent);
+    this.keyLeaves.push(isKey);
+  }
+
+  /**
+   * Collect every string leaf of `value` (see {@link walk}: same order, same limits); with
+   * `withKeys`, each object key that may hold an entity is collected too, right before what it
+   * holds.
+   */
+  collect(
+    value: unknown,
+    depth: number,
+    parent: number,
+    key: PathSegment | undefined,
+    withKeys = false,
+  ): void {
     if (typeof value === 'string') {
-      if (this.maxStringBytes !== Number.POSITIVE_INFINITY) this.countBytes(value);
-      if (this.bytes > this.maxStringBytes) {
-        throw new PiiLimitError(
-          'maxStringBytes',
-          this.maxStringBytes,
-          formatJsonPath(this.pathTo(parent, key)),
-        );
-      }
-      this.texts.push(value);
-      this.keys.push(key);
-      this.leafParents.push(parent);
+      this.leaf(value, parent, key, false);
       return;
     }
     if (Array.isArray(value)) {
       const n = this.node(value, depth, parent, key);
-      for (let i = 0; i < value.length; i++) this.collect(value[i], depth + 1, n, i);
+      for (let i = 0; i < value.length; i++) this.collect(value[i], depth + 1, n, i, withKeys);
       return;
     }
     if (isPlainObject(value)) {
       const n = this.node(value, depth, parent, key);
       for (const k in value) {
-        if (Object.hasOwn(value, k)) this.collect(value[k], depth + 1, n, k);
+        if (!Object.hasOwn(value, k)) continue;
+        if (withKeys && keyMayHoldEntity(k)) this.leaf(k, n, k, true);
+        this.collect(value[k], depth + 1, n, k, withKeys);
+      }
+    }
+  }
+
+  /**
+   * Collect the user data of `value` by its {@link Shape}: members ruled `SKIP` are left out,
+   * `ALL` ones collected whole (keys included), shaped ones walked by their own shape. Anything
+   * that is not an object or array where a shape expects one is user data.
+   */
+  collectShaped(
+    value: unknown,
+    shape: Shape,
+    depth: number,
+    parent: number,
+    key: PathSegment | undefined,
+  ): void {
+    if (Array.isArray(value)) {
+      const n = this.node(value, depth, parent, key);
+      for (let i = 0; i < value.length; i++) this.collectShaped(value[i], shape, depth + 1, n, i);
+      return;
+    }
+    if (!isPlainObject(value)) {
+      this.collect(value, depth, parent, key, true);
+      return;
+    }
+    const n = this.node(value, depth, parent, key);
+    for (const k in value) {
+      if (!Object.hasOwn(value, k)) continue;
+      const rule = shape(k, value);
+      if (rule === SKIP) continue;
+      if (rule === ALL) {
+        if (keyMayHoldEntity(k)) this.leaf(k, n, k, true);
+        this.collect(value[k], depth + 1, n, k, true);
+      } else {
+        this.collectShaped(value[k], rule, depth + 1, n, k);
       }
     }
   }
@@ -379,18 +493,38 @@ export class StringLeaves<T> {
   /**
    * The value with leaf `leaves[k]` replaced by `texts[k]` (when different): containers on the
    * changed paths are copied, everything else is shared; the root itself when nothing changed.
+   * A replaced key leaf renames its key in place (same order); a new name that collides with
+   * another key of the object gets `#2`, `#3`, … so that no entry is lost.
    */
   replace(leaves: readonly number[], texts: readonly string[]): T {
     let root: unknown = this.root;
+    let renames: Map<number, Map<string, string>> | undefined;
+    for (let k = 0; k < leaves.length; k++) {
+      const i = leaves[k] as number;
+      if (!this.isKey(i) || texts[k] === this.texts[i]) continue;
+      if (renames === undefined) renames = new Map();
+      const parent = this.leafParents[i] as number;
+      let names = renames.get(parent);
+      if (names === undefined) {
+        names = new Map();
+        renames.set(parent, names);
+      }
+      names.set(this.texts[i] as string, texts[k] as string);
+    }
+    const nameIn = (n: number, key: PathSegment | undefined): PathSegment | undefined =>
+      typeof key === 'string' ? (renames?.get(n)?.get(key) ?? key) : key;
     const copies = new Map<number, unknown>();
     const copyOf = (n: number): unknown => {
       let copy = copies.get(n);
       if (copy === undefined) {
         const value = this.nodeValues[n];
-        copy = Array.isArray(value) ? value.slice() : { ...(value as Record<string, unknown>) };
+        const names = renames?.get(n);
+        if (names !== undefined) copy = renamed(value as Record<string, unknown>, names);
+        else
+          copy = Array.isArray(value) ? value.slice() : { ...(value as Record<string, unknown>) };
         copies.set(n, copy);
         const parent = this.nodeParents[n] ?? -1;
-        if (parent >= 0) setChild(copyOf(parent), this.nodeKeys[n], copy);
+        if (parent >= 0) setChild(copyOf(parent), nameIn(parent, this.nodeKeys[n]), copy);
         else root = copy;
       }
       return copy;
@@ -400,11 +534,33 @@ export class StringLeaves<T> {
       const text = texts[k] as string;
       if (text === this.texts[i]) continue;
       const parent = this.leafParents[i] ?? -1;
-      if (parent >= 0) setChild(copyOf(parent), this.keys[i], text);
+      if (this.isKey(i)) copyOf(parent);
+      else if (parent >= 0) setChild(copyOf(parent), nameIn(parent, this.keys[i]), text);
       else root = text;
     }
     return root as T;
   }
+}
+
+/**
+ * A copy of `value` with its keys renamed by `names` (old → new; mutated to old → final), in
+ * the same order. Keys that stay keep their names; a new name already taken gets `#2`, `#3`, ….
+ */
+function renamed(
+  value: Readonly<Record<string, unknown>>,
+  names: Map<string, string>,
+): Record<string, unknown> {
+  const taken = new Set<string>();
+  for (const k in value) if (Object.hasOwn(value, k) && !names.has(k)) taken.add(k);
+  for (const [from, to] of names) {
+    let name = to;
+    for (let n = 2; taken.has(name); n++) name = `${to}#${n}`;
+    taken.add(name);
+    names.set(from, name);
+  }
+  const copy: Record<string, unknown> = {};
+  for (const k in value) if (Object.hasOwn(value, k)) setOwn(copy, names.get(k) ?? k, value[k]);
+  return copy;
 }
 
 // See KEPT_TEXT_SCANS (detectors/recognizer.ts): one instance kept alive keeps the hidden class
@@ -431,43 +587,9 @@ export function collectStringLeaves<T>(value: T, limits?: WalkLimits): StringLea
   return leaves;
 }
 
-function collectPattern(
-  leaves: StringLeaves<unknown>,
-  value: unknown,
-  pattern: TargetPattern,
-  index: number,
-  depth: number,
-  parent: number,
-  key: PathSegment | undefined,
-): void {
-  if (index === pattern.length) {
-    leaves.collect(value, depth, parent, key);
-    return;
-  }
-  const seg = pattern[index];
-  if (seg === '*') {
-    if (Array.isArray(value)) {
-      const n = leaves.sharedNode(value, depth, parent, key);
-      for (let i = 0; i < value.length; i++) {
-        collectPattern(leaves, value[i], pattern, index + 1, depth + 1, n, i);
-      }
-      return;
-    }
-    if (!isPlainObject(value)) return;
-    const n = leaves.sharedNode(value, depth, parent, key);
-    for (const k of Object.keys(value)) {
-      collectPattern(leaves, value[k], pattern, index + 1, depth + 1, n, k);
-    }
-    return;
-  }
-  if (typeof seg !== 'string' || !isPlainObject(value) || !Object.hasOwn(value, seg)) return;
-  const n = leaves.sharedNode(value, depth, parent, key);
-  collectPattern(leaves, value[seg], pattern, index + 1, depth + 1, n, seg);
-}
-
 /**
- * Collect the string leaves of the {@link mcpTargets} of an MCP message in the order
- * {@link mapMcpStrings} visits them; throws {@link PiiLimitError} past `limits` as it does.
+ * Collect the user data of an MCP message (the {@link mcpTargets}: string leaves, and the keys
+ * that may hold an entity) in one walk; throws {@link PiiLimitError} past `limits`.
  */
 export function collectMcpStrings<T>(
   phase: McpPhase,
@@ -476,8 +598,10 @@ export function collectMcpStrings<T>(
   limits?: WalkLimits,
 ): StringLeaves<T> {
   const leaves = new StringLeaves(message, ...limitsOf(limits));
-  for (const pattern of mcpTargets(method, phase)) {
-    collectPattern(leaves as StringLeaves<unknown>, message, pattern, 0, 0, -1, undefined);
+  const shape = MCP_SHAPES[method]?.[phase];
+  // A message that is not an object has no parts to walk.
+  if (shape !== undefined && isPlainObject(message)) {
+    leaves.collectShaped(message, shape, 0, -1, undefined);
   }
   return leaves;
 }

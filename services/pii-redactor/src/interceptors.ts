@@ -2,8 +2,8 @@
  * The interceptors of the pii-redactor service:
  * - `pii-redactor` (mutation): on the way in, applies the configured strategies to
  *   `tools/call` arguments and restores the caller's own tokens; on the way out, applies
- *   them to results (`content[].text`, `structuredContent`, resource contents, prompt
- *   messages), storing tokenized values in the vault under the caller's scope.
+ *   them to every string and key of a result but its protocol-structural fields, storing
+ *   tokenized values in the vault under the caller's scope (callers without one: nowhere).
  * - `pii-guard` (validation): refuses `tools/call` arguments that carry blocked entity types
  *   (secrets and private keys by default), naming the type and the JSON path, never the value.
  */

@@ -7,6 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { listen } from '@fleet/interceptor-kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  GetPromptResultSchema,
+  ReadResourceResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -338,6 +343,62 @@ describe('pii-redactor', () => {
         limit: 'maxStringBytes',
         max: 64,
       });
+    }
+  });
+
+  it('leaves no detected value in any part of a result, which stays valid for its method', async () => {
+    const c = await client();
+    const email = 'ada.lovelace@example.com';
+    const cases = [
+      {
+        event: 'tools/call',
+        schema: CallToolResultSchema,
+        result: {
+          content: [
+            { type: 'resource_link', uri: `mailto:${email}`, name: email, description: email },
+            {
+              type: 'text',
+              text: 'ok',
+              annotations: { audience: ['user'], priority: 1 },
+              _meta: { owner: email },
+            },
+            { type: 'image', data: 'aGVsbG8=', mimeType: 'image/png' },
+          ],
+          structuredContent: { [email]: 1 },
+          _meta: { owner: email, progressToken: 'p' },
+        },
+      },
+      {
+        event: 'prompts/get',
+        schema: GetPromptResultSchema,
+        result: {
+          description: `written for ${email}`,
+          messages: [{ role: 'user', content: { type: 'text', text: email } }],
+        },
+      },
+      {
+        event: 'resources/read',
+        schema: ReadResourceResultSchema,
+        result: { contents: [{ uri: `file:///home/${email}/notes.txt`, text: 'x' }] },
+      },
+    ] as const;
+    for (const { event, schema, result } of cases) {
+      const answer = await c.request(
+        {
+          method: 'interceptor/invoke',
+          params: {
+            name: 'pii-redactor',
+            event,
+            phase: 'response',
+            payload: result,
+            context: { principal: alice, timestamp: new Date().toISOString() },
+          },
+        },
+        AnyResult,
+      );
+      expect(answer.modified).toBe(true);
+      expect(JSON.stringify(answer.payload)).not.toContain(email);
+      expect(schema.safeParse(answer.payload).success).toBe(true);
     }
   });
 });
