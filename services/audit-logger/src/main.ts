@@ -10,7 +10,7 @@
  * AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, AUDIT_PAYLOAD_PREVIEW, LOG_LEVEL, OTEL_*.
  */
 import { createAuditProducer } from '@fleet/audit';
-import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditLoggerConfig,
@@ -64,15 +64,7 @@ const service = createAuditLoggerApp({
   previewChars: config.AUDIT_PAYLOAD_PREVIEW,
   metricsHandler: telemetry.metricsHandler,
   logger: log,
-  onInvoked: (event) =>
-    telemetry.metrics.recordInterceptor(event.durationMs, {
-      interceptor: event.interceptor,
-      outcome:
-        event.outcome === 'ok' ? 'allowed' : event.outcome === 'timeout' ? 'timeout' : 'failed',
-      type: 'validation',
-      mode: 'audit',
-      phase: event.phase,
-    }),
+  onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
 });
 const listening = await listen(service.listener, {
   service: 'audit-logger',

@@ -7,6 +7,9 @@ import {
   createInterceptorHost,
   createInterceptorHttpApp,
   type InterceptorHttpApp,
+  type InvokedEvent,
+  type Logger,
+  requireBearer,
 } from '@fleet/interceptor-kit';
 import { createPiiEngine, type PiiConfig, type PiiEngine, parsePiiConfig } from '@fleet/pii';
 import { parse as parseYaml } from 'yaml';
@@ -31,26 +34,33 @@ export interface PiiRedactorDeps {
   /** The engine for the config in force (reloads swap it). */
   engine: () => PiiEngine;
   vault: TokenStore;
-  /** Bearer token required on `/mcp` (FLEET_TOKEN). */
+  /** Bearer token required on `/mcp` and `/config` (FLEET_TOKEN). */
   token?: string | undefined;
   /** Reported at `/config`. */
   status?: () => Record<string, unknown>;
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
+  onInvoked?: ((event: InvokedEvent) => void) | undefined;
+  /** The service's logger (answers that cannot be sent). */
+  logger?: Logger | undefined;
 }
 
 /** Build the service. */
 export function createPiiRedactorApp(deps: PiiRedactorDeps): InterceptorHttpApp {
   const host = createInterceptorHost(
     createPiiInterceptors({ engine: deps.engine, vault: deps.vault }),
+    deps.onInvoked ? { onInvoked: deps.onInvoked } : {},
   );
   return createInterceptorHttpApp(host, {
     name: 'pii-redactor',
     version: '0.1.0',
     token: deps.token,
+    ...(deps.logger ? { logger: deps.logger } : {}),
     extend: (app) => {
       if (deps.status) {
         const status = deps.status;
-        app.get('/config', (_req, res) => {
+        // File paths and the last rejected edit: behind the same token as /mcp.
+        app.get('/config', requireBearer(deps.token), (_req, res) => {
           res.json(status());
         });
       }

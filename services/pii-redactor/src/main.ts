@@ -4,7 +4,7 @@
  * every entity type detected and redacted), PII_HMAC_KEY (or the variable the config's
  * `hash.keyEnv` names: the key of `hash` pseudonyms and of the token vault), REDIS_URL
  * (token vault), PII_VAULT_PREFIX (its Redis key prefix, default `fleet:pii:vault`),
- * FLEET_TOKEN (bearer on /mcp), LOG_LEVEL, OTEL_*. Reloads PII_CONFIG when it
+ * FLEET_TOKEN (bearer on /mcp and /config), LOG_LEVEL, OTEL_*. Reloads PII_CONFIG when it
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
@@ -12,6 +12,7 @@ import {
   createLogger,
   createReloadingFile,
   listen,
+  observeInvocations,
   onShutdown,
   type ReloadingFile,
 } from '@fleet/interceptor-kit';
@@ -94,6 +95,8 @@ const app = createPiiRedactorApp({
     defaultStrategy: engine.config.defaultStrategy,
   }),
   metricsHandler: telemetry.metricsHandler,
+  onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
+  logger: log,
 });
 const listening = await listen(app.listener, {
   service: 'pii-redactor',

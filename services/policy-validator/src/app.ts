@@ -9,7 +9,9 @@ import {
   createInterceptorHttpApp,
   type InterceptorHost,
   type InterceptorHttpApp,
+  type InvokedEvent,
   type Logger,
+  requireBearer,
 } from '@fleet/interceptor-kit';
 import { createPolicyInterceptors, type RateLimiter } from './interceptors.ts';
 import type { PolicySource } from './policy-source.ts';
@@ -23,9 +25,11 @@ export interface PolicyValidatorDeps {
   source: PolicySource;
   limiter?: RateLimiter | undefined;
   log: Logger;
-  /** Bearer token required on `/mcp` (FLEET_TOKEN). */
+  /** Bearer token required on `/mcp` and `/policy` (FLEET_TOKEN). */
   token?: string | undefined;
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
+  onInvoked?: ((event: InvokedEvent) => void) | undefined;
 }
 
 /** The built service. */
@@ -50,6 +54,7 @@ export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValid
               : 'rate limit store unavailable; denying (fail closed)',
           ),
       }),
+      deps.onInvoked ? { onInvoked: deps.onInvoked } : {},
     );
   let current = build();
   // Delegates to the host of the policy in force, so a reload that changes the policy's
@@ -66,8 +71,10 @@ export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValid
     name: 'policy-validator',
     version: '0.1.0',
     token: deps.token,
+    logger: deps.log,
     extend: (app) => {
-      app.get('/policy', (_req, res) => {
+      // File path, fingerprint and the last rejected edit: behind the same token as /mcp.
+      app.get('/policy', requireBearer(deps.token), (_req, res) => {
         res.json(deps.source.status());
       });
       if (deps.metricsHandler) {

@@ -2,9 +2,9 @@
 /**
  * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
  * = allow everything, said at start-up), REDIS_URL (rate limits), FLEET_TOKEN (bearer on
- * /mcp), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
+ * /mcp and /policy), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
  */
-import { createLogger, listen, onShutdown } from '@fleet/interceptor-kit';
+import { createLogger, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
 import { createPolicySource, createPolicyValidatorApp, RedisRateLimiter } from './app.ts';
@@ -67,6 +67,7 @@ app = createPolicyValidatorApp({
   log,
   token: env.FLEET_TOKEN || undefined,
   metricsHandler: telemetry.metricsHandler,
+  onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
 });
 const listening = await listen(app.listener, {
   service: 'policy-validator',

@@ -24,6 +24,84 @@ describe('policy-validator process', () => {
     expect(proc.stderr()).toContain('the policy allows everything');
   });
 
+  it('with FLEET_TOKEN guards /policy like /mcp and records invocation metrics', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    const path = join(dir, 'policy.yaml');
+    writeFileSync(
+      path,
+      `version: 1\ndefault: allow\nrules:\n  - id: no-delete\n    effect: deny\n    tools: ["delete"]\n`,
+    );
+    const proc = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: {
+        PORT: '0',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        POLICY_FILE: path,
+        FLEET_TOKEN: 't0k',
+      },
+    });
+    try {
+      const unauthorized = await fetch(`${proc.url}/policy`);
+      expect(unauthorized.status).toBe(401);
+      expect(unauthorized.headers.get('www-authenticate')).toBe('Bearer');
+      const body = await unauthorized.text();
+      expect(JSON.parse(body)).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+      expect(body).not.toContain(dir);
+      const authorized = await fetch(`${proc.url}/policy`, {
+        headers: { authorization: 'Bearer t0k' },
+      });
+      expect(authorized.status).toBe(200);
+      expect(await authorized.json()).toMatchObject({ path });
+
+      const call = (tool: string, authorization: string) =>
+        fetch(`${proc.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json',
+            authorization,
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'interceptor/invoke',
+            params: {
+              name: 'policy-validator',
+              event: 'tools/call',
+              phase: 'request',
+              payload: { name: tool, arguments: {} },
+              context: { principal: { type: 'user', id: 'bob' } },
+            },
+          }),
+        });
+      expect((await call('read', 'Bearer wrong')).status).toBe(401);
+      // The auth scheme is case-insensitive (RFC 7235).
+      expect(await (await call('read', 'bearer t0k')).json()).toMatchObject({
+        result: { valid: true },
+      });
+      expect(await (await call('delete', 'Bearer t0k')).json()).toMatchObject({
+        result: { valid: false },
+      });
+      const metrics = await (await fetch(`${proc.url}/metrics`)).text();
+      // One count per outcome in the duration histogram of the interceptor.
+      const counts = metrics
+        .split('\n')
+        .filter((line) => /^fleet_interceptor_duration\w*_count\{/.test(line))
+        .filter((line) => line.includes('fleet_interceptor_name="policy-validator"'));
+      for (const outcome of ['allowed', 'denied']) {
+        expect(
+          counts.some(
+            (line) =>
+              line.includes(`fleet_interceptor_outcome="${outcome}"`) && line.endsWith(' 1'),
+          ),
+          `${outcome} in\n${counts.join('\n')}`,
+        ).toBe(true);
+      }
+    } finally {
+      expect((await proc.stop()).code).toBe(0);
+    }
+  });
+
   it('refuses to start with a bad policy, naming the rule and line', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'policy-'));
     const path = join(dir, 'policy.yaml');
