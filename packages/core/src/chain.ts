@@ -275,7 +275,12 @@ function failureReason(error: unknown): { reason: string; code?: number } {
     const reason = typeof data?.reason === 'string' ? data.reason : error.message;
     return { reason, code: error.code };
   }
-  if (error instanceof FleetError) return { reason: error.message };
+  if (error instanceof FleetError) {
+    // A peer's failure says what went wrong in `data.reason` without its address (the
+    // message names the URL, which clients must not learn).
+    const reason = (error.data as { reason?: unknown } | undefined)?.reason;
+    return { reason: typeof reason === 'string' ? reason : error.message };
+  }
   if (error instanceof Error) return { reason: error.message || error.name };
   return { reason: String(error) };
 }

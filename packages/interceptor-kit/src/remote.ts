@@ -116,6 +116,15 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
   let handshake: Promise<Handshake> | undefined;
   let session: { id: string | undefined; version: string } | undefined;
 
+  /**
+   * The service refused our credentials. Every failure of the peer carries `data.reason`: what
+   * went wrong without where the service lives, which is what a client may be shown.
+   */
+  const refused = (status: number) =>
+    new FleetError('UNAUTHORIZED', `${options.url} refused the credentials (HTTP ${status})`, {
+      data: { url: options.url, status, reason: `refused the credentials (HTTP ${status})` },
+    });
+
   /** POST under `signal`, or when there is none, under a `timeoutMs` budget (default the service's). */
   const post = async (
     body: Record<string, unknown>,
@@ -144,14 +153,24 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error;
-      const reason =
+      const code = (error as { code?: unknown }).code;
+      const [reason, summary] =
         error instanceof ResponseTooLarge
-          ? `${options.url} answered with more than ${error.limit} bytes`
+          ? [
+              `${options.url} answered with more than ${error.limit} bytes`,
+              `answered with more than ${error.limit} bytes`,
+            ]
           : error instanceof ExchangeTimeout
-            ? `${options.url} timed out after ${error.timeoutMs} ms`
-            : `cannot reach ${options.url}: ${(error as Error).message}`;
+            ? [
+                `${options.url} timed out after ${error.timeoutMs} ms`,
+                `timed out after ${error.timeoutMs} ms`,
+              ]
+            : [
+                `cannot reach ${options.url}: ${(error as Error).message}`,
+                typeof code === 'string' ? `unreachable (${code})` : 'unreachable',
+              ];
       throw new FleetError('TRANSPORT_ERROR', reason, {
-        data: { url: options.url },
+        data: { url: options.url, reason: summary },
         cause: error,
       });
     }
@@ -197,15 +216,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       await connect();
       return request(method, params, { signal, timeoutMs, headers }, true);
     }
-    if (status === 401 || status === 403) {
-      throw new FleetError(
-        'UNAUTHORIZED',
-        `${options.url} refused the credentials (HTTP ${status})`,
-        {
-          data: { url: options.url, status },
-        },
-      );
-    }
+    if (status === 401 || status === 403) throw refused(status);
     if (response?.error && typeof response.error === 'object') {
       const { code, message, data } = response.error;
       throw new ProtocolError(
@@ -219,7 +230,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         'TRANSPORT_ERROR',
         `${options.url} did not answer with JSON-RPC (HTTP ${status})`,
         {
-          data: { url: options.url, status },
+          data: { url: options.url, status, reason: `answered HTTP ${status} without JSON-RPC` },
         },
       );
     }
@@ -238,15 +249,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
       {},
       undefined,
     );
-    if (status === 401 || status === 403) {
-      throw new FleetError(
-        'UNAUTHORIZED',
-        `${options.url} refused the credentials (HTTP ${status})`,
-        {
-          data: { url: options.url, status },
-        },
-      );
-    }
+    if (status === 401 || status === 403) throw refused(status);
     const result = response?.result as
       | {
           protocolVersion?: unknown;
@@ -259,7 +262,7 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         'NOT_AN_INTERCEPTOR_SERVER',
         `${options.url} did not complete an MCP initialize (HTTP ${status})`,
         {
-          data: { url: options.url, status },
+          data: { url: options.url, status, reason: 'did not complete an MCP initialize' },
         },
       );
     }
@@ -268,7 +271,11 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
         'NOT_AN_INTERCEPTOR_SERVER',
         `${options.url} speaks unsupported protocol ${result.protocolVersion}`,
         {
-          data: { url: options.url, protocolVersion: result.protocolVersion },
+          data: {
+            url: options.url,
+            protocolVersion: result.protocolVersion,
+            reason: `speaks unsupported protocol ${result.protocolVersion}`,
+          },
         },
       );
     }

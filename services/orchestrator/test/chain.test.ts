@@ -284,7 +284,10 @@ describe('the chain in the gateway', () => {
     expect((error as McpError).data).toMatchObject({
       failedInterceptor: 'upper',
       phase: 'request',
+      reason: expect.stringMatching(/^unreachable/),
     });
+    // The client learns what failed, not where the interceptor service lives.
+    expect(JSON.stringify(error)).not.toContain('127.0.0.1');
 
     const open = await setup(
       (urls) => list(urls, ['{upper: {failOpen: true}}']),
