@@ -74,6 +74,11 @@ limits: {maxBodyBytes: 4194304, maxResponseBytes: 1048576}
       'interceptors[0].overrides',
       'x.timeoutMs',
     ],
+    [
+      'interceptors:\n  - {url: "http://user:pw@a/mcp"}\n',
+      'interceptors[0].url',
+      'must not carry credentials',
+    ],
     ['auth: {mode: tokens, tokens: []}\n', 'auth.tokens', ''],
     ['chain: {timeoutMs: -1}\n', 'chain.timeoutMs', ''],
     ['auth: {mode: magic}\n', 'auth.mode', ''],

@@ -43,7 +43,9 @@ const BackendSchema = z
   });
 
 const InterceptorServiceSchema = z.object({
-  url: z.url(),
+  url: z.url().refine((u) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(u), {
+    message: 'must not carry credentials: pass them as "token"',
+  }),
   token: z.string().optional(),
   overrides: z.unknown().optional(),
 });

@@ -122,6 +122,10 @@ export interface RegistryOptions {
 /** Normalise a service URL so the same endpoint always gets the same id. */
 export function normaliseUrl(raw: string): string {
   const url = new URL(raw);
+  if (url.username || url.password)
+    throw new RegistryError(400, 'the URL must not carry credentials: pass them as "token"', {
+      field: 'url',
+    });
   url.hash = '';
   const path = url.pathname.replace(/\/+$/, '') || '/';
   const port = url.port ? `:${url.port}` : '';
@@ -432,6 +436,17 @@ export class Registry {
     if (failure) {
       await entry.remote.close();
       throw failure;
+    }
+    const names = new Set(entry.interceptors.map((i) => i.name));
+    const unknown = Object.keys(overrides).filter((name) => !names.has(name));
+    if (unknown.length > 0) {
+      // An override that matches nothing is a typo the operator would never notice.
+      await entry.remote.close();
+      throw new RegistryError(
+        400,
+        `overrides name interceptors ${entry.url} does not have: ${unknown.join(', ')} (it has: ${[...names].join(', ')})`,
+        { field: 'overrides', unknown },
+      );
     }
     entry.registeredAt = existing?.registeredAt ?? new Date().toISOString();
     try {

@@ -155,6 +155,16 @@ describe('admin API', () => {
       }),
     ],
     ['an unreachable URL', 502, () => ({ url: 'http://127.0.0.1:9/mcp' })],
+    [
+      'a URL with credentials in it',
+      400,
+      (url: string) => ({ url: url.replace('http://', 'http://user:secret@') }),
+    ],
+    [
+      'overrides for an interceptor the service does not have',
+      400,
+      (url: string) => ({ url, overrides: { nope: { failOpen: true } } }),
+    ],
   ] as const)('answers %s with %i', async (_what, status, body) => {
     const service = await serveInterceptors([gate]);
     const gw = await startGateway('', { adminToken: ADMIN });
