@@ -459,6 +459,12 @@ export class Registry {
       );
     }
     await this.#replace(entry);
+    this.#options.log.info(
+      { service: entry.id, url: entry.url, interceptors: entry.interceptors.map((i) => i.name) },
+      existing === undefined
+        ? 'registered an interceptor service'
+        : 're-registered an interceptor service',
+    );
     return { created: existing === undefined, service: this.#view(entry) };
   }
 
@@ -476,6 +482,7 @@ export class Registry {
     await this.#publish('delete', id);
     this.#entries.delete(id);
     this.#rebuild();
+    this.#options.log.info({ service: id, url: entry.url }, 'unregistered an interceptor service');
     await entry.remote.close();
   }
 
