@@ -5,6 +5,7 @@
  * embedded PGlite) with its migrations, queries and statistics; and retention.
  */
 
+export { AUDIT_RECORD_LIMITS, TRUNCATION_MARKER } from './bounds.ts';
 export { AuditJournalInUseError } from './journal.ts';
 export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';
 export { auditLoggerFrom, createStderrLogger } from './logger.ts';

@@ -1,6 +1,8 @@
 import { decodeTime } from 'ulid';
 import { describe, expect, it } from 'vitest';
 import {
+  AUDIT_RECORD_LIMITS,
+  type AuditMessage,
   type AuditRecord,
   AuditRecordError,
   AuditRecordSchema,
@@ -8,6 +10,7 @@ import {
   PAYLOAD_PREVIEW_MAX_LENGTH,
   PAYLOAD_PREVIEW_SCRUB_MARGIN,
   parseAuditRecord,
+  TRUNCATION_MARKER,
 } from './index.ts';
 
 const minimal: AuditRecord = {
@@ -58,6 +61,120 @@ const full: AuditRecord = {
   ],
   payloadPreview: '{"content":[{"type":"text","text":"..."}]}',
 };
+
+describe('record bounds', () => {
+  const L = AUDIT_RECORD_LIMITS;
+  const message = (text: string): AuditMessage => ({ severity: 'warn', message: text });
+  const interceptor = (name: string, messages?: AuditMessage[]) => ({
+    name,
+    type: 'validation' as const,
+    mode: 'active' as const,
+    outcome: 'allowed',
+    durationMs: 1,
+    ...(messages ? { messages } : {}),
+  });
+
+  it('cuts a 50 000-item roles claim and every long text with a marker, keeping the record', () => {
+    const huge = {
+      ...minimal,
+      event: 'e'.repeat(5000),
+      method: 'm'.repeat(5000),
+      target: 't'.repeat(5000),
+      sessionId: 's'.repeat(5000),
+      backend: 'b'.repeat(5000),
+      principal: {
+        type: 'user',
+        id: 'i'.repeat(5000),
+        claims: {
+          roles: Array.from({ length: 50_000 }, (_, i) => `role-${i}`),
+          sub: 'x'.repeat(5000),
+          ['k'.repeat(500)]: true,
+          ...Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`c${i}`, i])),
+        },
+      },
+      interceptors: [
+        {
+          ...interceptor('n'.repeat(5000), [
+            { ...message('m'.repeat(50_000)), path: 'p'.repeat(5000) },
+          ]),
+          service: 's'.repeat(5000),
+          outcome: 'o'.repeat(5000),
+        },
+      ],
+      abortReasons: [
+        {
+          interceptor: 'n'.repeat(5000),
+          reason: 'r'.repeat(50_000),
+          type: 'validation',
+          phase: 'request',
+        },
+      ],
+    };
+    expect(JSON.stringify(huge).length).toBeGreaterThan(600_000);
+    const record = parseAuditRecord(huge);
+    expect(JSON.stringify(record).length).toBeLessThan(8_000);
+    expect(record.event).toHaveLength(L.eventLength);
+    expect(record.event.endsWith(TRUNCATION_MARKER)).toBe(true);
+    expect(record.method).toHaveLength(L.eventLength);
+    for (const text of [record.target, record.sessionId, record.backend, record.principal?.id])
+      expect(text).toHaveLength(L.idLength);
+    const claims = record.principal?.claims ?? {};
+    expect(Object.keys(claims)).toHaveLength(L.claims);
+    expect(claims['…']).toBe('…[28 more claims truncated]');
+    const roles = claims.roles as string[];
+    expect(roles).toHaveLength(L.claimItems);
+    expect(roles.slice(0, 2)).toEqual(['role-0', 'role-1']);
+    expect(roles.at(-1)).toBe(`…[${50_000 - L.claimItems + 1} more items truncated]`);
+    expect(claims.sub).toHaveLength(L.claimValueLength);
+    expect(Object.keys(claims).every((name) => name.length <= L.claimNameLength)).toBe(true);
+    const [entry] = record.interceptors;
+    expect(entry?.name).toHaveLength(L.nameLength);
+    expect(entry?.service).toHaveLength(L.nameLength);
+    expect(entry?.outcome).toHaveLength(L.nameLength);
+    expect(entry?.messages?.[0]?.message).toHaveLength(L.messageLength);
+    expect(entry?.messages?.[0]?.path).toHaveLength(L.pathLength);
+    expect(record.abortReasons[0]?.interceptor).toHaveLength(L.nameLength);
+    expect(record.abortReasons[0]?.reason).toHaveLength(L.messageLength);
+  });
+
+  it('cuts long lists (interceptors, messages over all interceptors, abort reasons) with a marker entry', () => {
+    const record = parseAuditRecord({
+      ...minimal,
+      interceptors: Array.from({ length: 100 }, (_, i) =>
+        interceptor(
+          `i${i}`,
+          i < 3 ? Array.from({ length: 40 }, (_, j) => message(`m${j}`)) : undefined,
+        ),
+      ),
+      abortReasons: Array.from({ length: 100 }, (_, i) => ({
+        interceptor: `i${i}`,
+        reason: 'no',
+        type: 'validation',
+        phase: 'response',
+      })),
+    });
+    expect(record.interceptors).toHaveLength(L.interceptors);
+    expect(record.interceptors.at(-1)).toMatchObject({
+      name: `…[${100 - L.interceptors + 1} more interceptors truncated]`,
+      outcome: 'truncated',
+    });
+    const counts = record.interceptors.map((i) => i.messages?.length ?? 0);
+    expect(counts.slice(0, 3)).toEqual([40, L.messages - 40, 1]);
+    expect(record.interceptors[1]?.messages?.at(-1)?.message).toBe(
+      `…[${40 - (L.messages - 40) + 1} more messages truncated]`,
+    );
+    expect(record.abortReasons).toHaveLength(L.abortReasons);
+    expect(record.abortReasons.at(-1)).toMatchObject({
+      interceptor: '…',
+      reason: `…[${100 - L.abortReasons + 1} more abort reasons truncated]`,
+      phase: minimal.phase, // the record's
+    });
+  });
+
+  it('leaves a record within its bounds exactly as it was', () => {
+    expect(parseAuditRecord(full)).toEqual(full);
+  });
+});
 
 describe('AuditRecordSchema', () => {
   it.each([

@@ -10,6 +10,12 @@ import { randomFillSync } from 'node:crypto';
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { monotonicFactory } from 'ulid';
 import { z } from 'zod';
+import {
+  droppedMarker,
+  AUDIT_RECORD_LIMITS as LIMITS,
+  truncateList,
+  truncateText,
+} from './bounds.ts';
 
 /** The BullMQ queue every audit producer writes to and the worker reads from. */
 export const AUDIT_QUEUE = 'fleet-audit';
@@ -74,11 +80,53 @@ export const ClaimValueSchema = z.union([
   z.array(z.union([z.string(), z.number(), z.boolean()])),
 ]);
 
-/** The caller, with the claims selected for auditing (never the whole token). */
+/** A non-empty text cut to `max` characters with a marker (never refused for its length). */
+const boundedText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .transform((text) => truncateText(text, max));
+
+/** A text, possibly empty, cut to `max` characters with a marker. */
+const boundedFreeText = (max: number) => z.string().transform((text) => truncateText(text, max));
+
+type ClaimValue = z.infer<typeof ClaimValueSchema>;
+type Claims = Record<string, ClaimValue>;
+
+function boundClaimValue(value: ClaimValue): ClaimValue {
+  if (typeof value === 'string') return truncateText(value, LIMITS.claimValueLength);
+  if (!Array.isArray(value)) return value;
+  return truncateList(
+    value.map((item) =>
+      typeof item === 'string' ? truncateText(item, LIMITS.claimValueLength) : item,
+    ),
+    LIMITS.claimItems,
+    (dropped) => droppedMarker(dropped, 'items'),
+  );
+}
+
+// Claims past the count are dropped, and one marker claim says how many.
+function boundClaims(claims: Claims): Claims {
+  const entries = Object.entries(claims);
+  const kept = truncateList(entries, LIMITS.claims, (dropped): [string, ClaimValue] => [
+    '…',
+    droppedMarker(dropped, 'claims'),
+  ]);
+  const bounded: Claims = {};
+  for (const [name, value] of kept)
+    bounded[truncateText(name, LIMITS.claimNameLength)] = boundClaimValue(value);
+  return bounded;
+}
+
+/**
+ * The caller, with the claims selected for auditing (never the whole token): at most
+ * {@link AUDIT_RECORD_LIMITS} `claims` claims, each list at most `claimItems` items, each text
+ * at most `claimValueLength` characters; more is cut with a marker.
+ */
 export const AuditPrincipalSchema = z.object({
   type: z.enum(['user', 'service', 'anonymous']),
-  id: z.string().min(1).optional(),
-  claims: z.record(z.string(), ClaimValueSchema).optional(),
+  id: boundedText(LIMITS.idLength).optional(),
+  claims: z.record(z.string(), ClaimValueSchema).transform(boundClaims).optional(),
 });
 
 /**
@@ -86,28 +134,28 @@ export const AuditPrincipalSchema = z.object({
  * an audit record (unknown keys such as `value` are stripped when parsed).
  */
 export const AuditMessageSchema = z.object({
-  path: z.string().optional(),
+  path: boundedFreeText(LIMITS.pathLength).optional(),
   severity: z.enum(['info', 'warn', 'error']),
-  message: z.string(),
+  message: boundedFreeText(LIMITS.messageLength),
 });
 
 /** One interceptor invocation within the audited exchange. */
 export const AuditInterceptorSchema = z.object({
-  name: z.string().min(1),
+  name: boundedText(LIMITS.nameLength),
   /** The registry id of the service that hosts it. */
-  service: z.string().min(1).optional(),
+  service: boundedText(LIMITS.nameLength).optional(),
   type: z.enum(['validation', 'mutation']),
   mode: z.enum(['active', 'audit']),
   /** The chain engine's outcome kind, e.g. `allowed`, `denied`, `modified`, `failed`, `timeout`. */
-  outcome: z.string().min(1),
+  outcome: boundedText(LIMITS.nameLength),
   durationMs: z.number().nonnegative(),
   messages: z.array(AuditMessageSchema).optional(),
 });
 
 /** Why the chain stopped: one entry per blocking interceptor. */
 export const AuditAbortReasonSchema = z.object({
-  interceptor: z.string().min(1),
-  reason: z.string(),
+  interceptor: boundedText(LIMITS.nameLength),
+  reason: boundedFreeText(LIMITS.messageLength),
   type: z.enum(['validation', 'mutation', 'invocation', 'timeout']),
   phase: AuditPhaseSchema,
 });
@@ -124,40 +172,83 @@ export const SpanIdSchema = z
   .regex(/^[0-9a-f]{16}$/, { message: 'must be 16 lowercase hex digits' })
   .refine((id) => !/^0+$/.test(id), { message: 'must not be all zeros' });
 
-/** The audit record, as queued, stored and served by the audit API. */
-export const AuditRecordSchema = z.object({
-  /** ULID; the queue's job id and the store's key, so duplicates collapse. */
-  id: z.ulid(),
-  /** When the record was made (ISO 8601). */
-  timestamp: z.iso.datetime({ offset: true }),
-  kind: AuditKindSchema,
-  traceId: TraceIdSchema.optional(),
-  spanId: SpanIdSchema.optional(),
-  sessionId: z.string().min(1).optional(),
-  principal: AuditPrincipalSchema.optional(),
-  /** The governed event, e.g. `tools/call`. */
-  event: z.string().min(1),
-  phase: AuditPhaseSchema,
-  /** The governed JSON-RPC method. */
-  method: z.string().min(1),
-  /** Tool or prompt name, or resource URI. */
-  target: z.string().min(1).optional(),
-  /** The backend id the message was routed to. */
-  backend: z.string().min(1).optional(),
-  decision: AuditDecisionSchema,
-  status: AuditStatusSchema,
-  interceptors: z.array(AuditInterceptorSchema),
-  abortReasons: z.array(AuditAbortReasonSchema),
-  durationMs: z.number().nonnegative(),
-  /**
-   * A short rendering of the payload; the worker scrubs PII, then cuts it to
-   * {@link PAYLOAD_PREVIEW_MAX_LENGTH} before storing it.
-   */
-  payloadPreview: z
-    .string()
-    .max(PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN)
-    .optional(),
-});
+type AuditInterceptorEntry = z.infer<typeof AuditInterceptorSchema>;
+
+// Lists past their bound keep their head and end in one marker entry saying how many went.
+function boundLists<
+  T extends {
+    interceptors: AuditInterceptorEntry[];
+    abortReasons: Array<z.infer<typeof AuditAbortReasonSchema>>;
+    phase: z.infer<typeof AuditPhaseSchema>;
+  },
+>(record: T): T {
+  const interceptors = truncateList(record.interceptors, LIMITS.interceptors, (dropped) => ({
+    name: droppedMarker(dropped, 'interceptors'),
+    type: 'validation' as const,
+    mode: 'audit' as const,
+    outcome: 'truncated',
+    durationMs: 0,
+  }));
+  let budget: number = LIMITS.messages;
+  for (const [index, entry] of interceptors.entries()) {
+    if (entry.messages === undefined) continue;
+    const max = Math.max(1, budget);
+    const messages = truncateList(entry.messages, max, (dropped) => ({
+      severity: 'info' as const,
+      message: droppedMarker(dropped, 'messages'),
+    }));
+    budget -= messages.length;
+    interceptors[index] = { ...entry, messages };
+  }
+  const abortReasons = truncateList(record.abortReasons, LIMITS.abortReasons, (dropped) => ({
+    interceptor: '…',
+    reason: droppedMarker(dropped, 'abort reasons'),
+    type: 'validation' as const,
+    phase: record.phase,
+  }));
+  return { ...record, interceptors, abortReasons };
+}
+
+/**
+ * The audit record, as queued, stored and served by the audit API. Free-form fields are
+ * bounded ({@link AUDIT_RECORD_LIMITS}): a longer text or list is cut with a marker when parsed,
+ * never refused, so no record is lost for its size.
+ */
+export const AuditRecordSchema = z
+  .object({
+    /** ULID; the queue's job id and the store's key, so duplicates collapse. */
+    id: z.ulid(),
+    /** When the record was made (ISO 8601). */
+    timestamp: z.iso.datetime({ offset: true }),
+    kind: AuditKindSchema,
+    traceId: TraceIdSchema.optional(),
+    spanId: SpanIdSchema.optional(),
+    sessionId: boundedText(LIMITS.idLength).optional(),
+    principal: AuditPrincipalSchema.optional(),
+    /** The governed event, e.g. `tools/call`. */
+    event: boundedText(LIMITS.eventLength),
+    phase: AuditPhaseSchema,
+    /** The governed JSON-RPC method. */
+    method: boundedText(LIMITS.eventLength),
+    /** Tool or prompt name, or resource URI. */
+    target: boundedText(LIMITS.idLength).optional(),
+    /** The backend id the message was routed to. */
+    backend: boundedText(LIMITS.idLength).optional(),
+    decision: AuditDecisionSchema,
+    status: AuditStatusSchema,
+    interceptors: z.array(AuditInterceptorSchema),
+    abortReasons: z.array(AuditAbortReasonSchema),
+    durationMs: z.number().nonnegative(),
+    /**
+     * A short rendering of the payload; the worker scrubs PII, then cuts it to
+     * {@link PAYLOAD_PREVIEW_MAX_LENGTH} before storing it.
+     */
+    payloadPreview: z
+      .string()
+      .max(PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN)
+      .optional(),
+  })
+  .transform(boundLists);
 
 /** An audit record. */
 export type AuditRecord = z.infer<typeof AuditRecordSchema>;

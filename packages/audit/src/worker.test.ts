@@ -32,6 +32,7 @@ import {
   AUDIT_JOB_NAME,
   AUDIT_JOB_OPTIONS,
   AUDIT_QUEUE,
+  AUDIT_RECORD_LIMITS,
   type AuditRecord,
   type AuditRecordBatch,
   type AuditStore,
@@ -40,6 +41,7 @@ import {
   createAuditProducer,
   createAuditWorker,
   SCRUB_FAILED,
+  TRUNCATION_MARKER,
 } from './index.ts';
 
 let t: TestStore & { schema: string };
@@ -237,6 +239,26 @@ describe('audit worker', () => {
     const previews = (await t.store.query()).records.map((r) => r.payloadPreview);
     expect(previews).toContain('customer 42 is <PERSON>');
     expect(previews).toContain(SCRUB_FAILED);
+  });
+
+  it('stores a record with oversized fields cut with markers, never refusing it', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    const roles = Array.from({ length: 50_000 }, (_, i) => `role-${i}`);
+    await add(q, [
+      recordAt(0, {
+        event: 'e'.repeat(5000),
+        principal: { type: 'user', id: 'alice', claims: { roles } },
+      }),
+    ]);
+    const w = worker({ prefix });
+    await waitFor(async () => (await t.count()) === 1, 'the record');
+    expect(w.metrics().malformed).toBe(0);
+    expect((await t.rawText()).length).toBeLessThan(5_000);
+    const [stored] = (await t.store.query()).records;
+    expect(stored?.event).toHaveLength(AUDIT_RECORD_LIMITS.eventLength);
+    expect(stored?.event.endsWith(TRUNCATION_MARKER)).toBe(true);
+    expect(stored?.principal?.claims?.roles).toHaveLength(AUDIT_RECORD_LIMITS.claimItems);
   });
 
   it('scrubs the target: neither the stored row nor stats byTool hold its PII', async () => {
