@@ -70,7 +70,12 @@ describe("requireBearer on a service's own endpoints", () => {
 
   it('answers 401 with a JSON body without the token, and the route with it', async () => {
     const { base } = await withStatus('s3cret');
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }]) {
+    const refused: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer wrong' },
+      { authorization: 's3cret' },
+    ];
+    for (const headers of refused) {
       const res = await fetch(`${base}/status`, { headers });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer');
