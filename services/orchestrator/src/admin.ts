@@ -102,10 +102,12 @@ export function createAdminRouter({
   });
 
   router.get('/chain', (req: Request, res: Response) => {
-    const event =
-      typeof req.query.event === 'string' && req.query.event !== ''
-        ? req.query.event
-        : 'tools/call';
+    const raw = req.query.event;
+    if (raw !== undefined && typeof raw !== 'string')
+      return problem(res, 400, 'event must be given once, as one method name');
+    const event = raw === undefined || raw === '' ? 'tools/call' : raw;
+    if (event.length > 256 || /[\u0000-\u001f\u007f\s]/.test(event))
+      return problem(res, 400, 'event must be a method name (at most 256 characters, no spaces)');
     const phase = PhaseSchema.safeParse(req.query.phase ?? 'request');
     if (!phase.success) return problem(res, 400, 'phase must be "request" or "response"');
     if (event.includes('*'))

@@ -237,5 +237,7 @@ describe('admin API', () => {
     expect((await admin(gw.base, '/services', {}, 'wrong')).status).toBe(401);
     expect((await fetch(`${gw.base}/admin/services`)).status).toBe(401);
     expect((await admin(gw.base, '/chain?phase=sideways')).status).toBe(400);
+    for (const query of ['event=a&event=b', 'event=%00', `event=${'x'.repeat(300)}`])
+      expect((await admin(gw.base, `/chain?${query}`)).status).toBe(400);
   });
 });
