@@ -12,7 +12,7 @@ import { personRecognizer } from './person.ts';
 import { phoneRecognizer } from './phone.ts';
 import { privateKeyRecognizer } from './private-key.ts';
 import type { Recognizer } from './recognizer.ts';
-import { awsSecretKeyRecognizer, tokenFormatsRecognizer } from './secrets.ts';
+import { awsSecretKeyRecognizer, bearerRecognizer, tokenFormatsRecognizer } from './secrets.ts';
 import { urlCredentialsRecognizer } from './url-credentials.ts';
 import { usSsnRecognizer } from './us-ssn.ts';
 
@@ -28,6 +28,7 @@ export const DEFAULT_RECOGNIZERS: readonly Recognizer[] = [
   urlCredentialsRecognizer,
   tokenFormatsRecognizer,
   awsSecretKeyRecognizer,
+  bearerRecognizer,
   jwtRecognizer,
   privateKeyRecognizer,
   assignmentRecognizer,

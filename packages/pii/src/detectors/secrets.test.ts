@@ -23,6 +23,10 @@ const glpat = `${'glpat'}-${chars(20)}`;
 const slack = `${'xoxb'}-123456789012-1234567890123-${chars(24)}`;
 const stripe = `${'sk'}_${'live'}_${chars(24)}`;
 const google = `${'AIza'}${chars(35)}`;
+const openaiProject = `${'sk'}-proj-${chars(74)}_${chars(20, 11)}-${chars(56, 13)}`;
+const openaiService = `${'sk'}-svcacct-${chars(40)}`;
+const openaiLegacy = `${'sk'}-${chars(20)}T3BlbkFJ${chars(20, 11)}`;
+const bearer = `${chars(24)}.${chars(8, 11)}`;
 
 const engine = createPiiEngine();
 const found = (text: string, type: EntityType, key?: string) =>
@@ -43,6 +47,12 @@ describe('provider credentials', () => {
     [`https://maps.example.com/api?key=${google}`, 'GOOGLE_API_KEY', google],
     [`Authorization: Bearer ${jwt}`, 'JWT', jwt],
     [`git clone https://x-access-token:${ghp}@github.com/o/r`, 'GITHUB_TOKEN', ghp],
+    [`OPENAI_API_KEY=${openaiProject}`, 'OPENAI_API_KEY', openaiProject],
+    [`use ${openaiService} for the batch job`, 'OPENAI_API_KEY', openaiService],
+    [`openai.api_key = "${openaiLegacy}"`, 'OPENAI_API_KEY', openaiLegacy],
+    [`Authorization: Bearer ${bearer}`, 'SECRET', bearer],
+    [`curl -H "Authorization: Bearer ${chars(40)}" https://api.example.com`, 'SECRET', chars(40)],
+    [`the header was bearer ${openaiService}`, 'OPENAI_API_KEY', openaiService],
   ] as const)('finds %#: %s', (text, type, value) => {
     expect(found(text, type)).toEqual([value]);
   });
@@ -56,6 +66,15 @@ describe('provider credentials', () => {
     [`${b64url({ typ: 'JWT' })}.${b64url({ sub: 1 })}.${chars(20)}`, 'JWT'],
     [`eyJ${chars(20)}.${chars(20)}.${chars(20)}`, 'JWT'],
     [`${b64url({ alg: 'HS256' })}.${b64url({ sub: 1 })}.`, 'JWT'],
+    ['sk-learn and sk-proj-short are not keys', 'OPENAI_API_KEY'],
+    [`task-${chars(40)} is an id`, 'OPENAI_API_KEY'],
+    [`sk-${'abcdefgh'.repeat(5)} has no digit`, 'OPENAI_API_KEY'],
+    [`sk-${'abcd1234'.repeat(5)} has one case`, 'OPENAI_API_KEY'],
+    ['the bearer of this letter, the Bearer authentication scheme', 'SECRET'],
+    ['Authorization: Bearer YOUR_ACCESS_TOKEN_HERE', 'SECRET'],
+    ['Authorization: Bearer <token>', 'SECRET'],
+    ['Authorization: Bearer $' + '{TOKEN}', 'SECRET'],
+    ['a bearer-token-authentication-flow', 'SECRET'],
   ] as const)('ignores %#: %s', (text, type) => {
     expect(found(text, type)).toEqual([]);
   });

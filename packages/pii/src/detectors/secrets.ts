@@ -11,6 +11,10 @@
  * | SLACK_TOKEN | `xoxa-`/`xoxb-`/`xoxp-`/`xoxr-`/`xoxs-` + dash-separated alphanumerics (≥ 15 characters) | 0.97 |
  * | STRIPE_KEY | `sk_live_`/`sk_test_`/`rk_live_`/`rk_test_` + ≥ 16 alphanumerics | 0.97 |
  * | GOOGLE_API_KEY | `AIza` + 35 of `[A-Za-z0-9_-]` | 0.97 |
+ * | OPENAI_API_KEY | `sk-proj-`/`sk-svcacct-`/`sk-admin-`/`sk-None-` + ≥ 20 of `[A-Za-z0-9_-]`; legacy `sk-` + ≥ 32 alphanumerics; either with a digit and a letter (legacy: both cases) | 0.97 |
+ *
+ * {@link bearerRecognizer} adds the token of a free-text `Bearer <token>` (an `Authorization`
+ * header pasted into text) as a SECRET.
  */
 import type { EntityType } from '../entities.ts';
 import { codeAt } from './chars.ts';
@@ -28,11 +32,11 @@ import {
 // One pattern for every format, tried only where a prefix occurs (found with indexOf, far
 // cheaper than a regex trying every position); the left boundary is checked in code.
 const TOKENS =
-  /(?:A(?:KIA|SIA)[A-Z0-9]{16}|AIza[A-Za-z0-9_-]{35}|g(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,255}|lpat-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+){0,2})|xox[abprs]-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+)(?![A-Za-z0-9_-])/y;
+  /(?:A(?:KIA|SIA)[A-Z0-9]{16}|AIza[A-Za-z0-9_-]{35}|g(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,255}|lpat-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+){0,2})|xox[abprs]-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}))(?![A-Za-z0-9_-])/y;
 
 /** Where a token may start: its prefix, searched by a distinctive part of it. */
 function tokenStarts(text: string): number[] {
-  const starts = indexesOf(text, ['AKIA', 'ASIA', 'AIza', 'gh', 'xox']);
+  const starts = indexesOf(text, ['AKIA', 'ASIA', 'AIza', 'gh', 'xox', 'sk-']);
   const before = starts.length;
   // `glpat-` whole: `lpat-` alone starts with the common `l`, slower to search for.
   for (let i = text.indexOf('glpat-'); i !== -1; i = text.indexOf('glpat-', i + 1)) starts.push(i);
@@ -54,7 +58,19 @@ function formatOf(token: string): [EntityType, number] | undefined {
   if (token.startsWith('glpat-')) return ['GITLAB_TOKEN', 0.98];
   if (token.startsWith('xox')) return token.length >= 15 ? ['SLACK_TOKEN', 0.97] : undefined;
   if (token.startsWith('AIza')) return ['GOOGLE_API_KEY', 0.97];
+  if (token.startsWith('sk-')) return isOpenAiKey(token) ? ['OPENAI_API_KEY', 0.97] : undefined;
   return undefined;
+}
+
+/**
+ * An OpenAI key beyond its shape: a project/service-account/admin key has a digit and a letter
+ * after its prefix; a legacy `sk-` key mixes upper case, lower case and digits (no word does).
+ */
+function isOpenAiKey(token: string): boolean {
+  const dash = token.indexOf('-', 3);
+  const body = dash > 0 ? token.slice(dash + 1) : token.slice(3);
+  if (!/[0-9]/.test(body) || !/[A-Za-z]/.test(body)) return false;
+  return dash > 0 || (/[A-Z]/.test(body) && /[a-z]/.test(body));
 }
 
 /** Recognizer for the provider token formats in the table above. */
@@ -67,6 +83,7 @@ export const tokenFormatsRecognizer: Recognizer = {
     'SLACK_TOKEN',
     'STRIPE_KEY',
     'GOOGLE_API_KEY',
+    'OPENAI_API_KEY',
   ],
   find(text, _env, out: Candidate[]) {
     forEachMatchAt(TOKENS, text, tokenStarts(text), (m) => {
@@ -176,5 +193,41 @@ export const awsSecretKeyRecognizer: Recognizer = {
   requires: HAS_DIGIT,
   find(text, _env, out: Candidate[], scans) {
     awsSecrets(text, scans, out);
+  },
+};
+
+// `Bearer` then a token68 (RFC 7235) of ≥ 16 characters.
+const BEARER = /[Bb]earer[ \t]+([A-Za-z0-9._~+/-]{16,2048}=*)(?![A-Za-z0-9._~+/=-])/y;
+
+/**
+ * Whether a bearer token is a credential rather than a word: it has a digit, or mixes upper and
+ * lower case (`YOUR_TOKEN_HERE`, `authentication-required` are not).
+ */
+function isBearerToken(token: string): boolean {
+  return /[0-9]/.test(token) || (/[A-Z]/.test(token) && /[a-z]/.test(token));
+}
+
+/**
+ * SECRET: the token of `Bearer <token>` in free text (`Authorization: Bearer …`, `curl -H
+ * "Authorization: Bearer …"`), 0.9 — under a JWT (0.95) or a provider token (≥ 0.96) found on
+ * the same span, which then names it. Only the token is reported; `Bearer` stays readable.
+ */
+export const bearerRecognizer: Recognizer = {
+  name: 'bearer-token',
+  types: ['SECRET'],
+  find(text, _env, out: Candidate[]) {
+    forEachMatchAt(BEARER, text, indexesOf(text, ['earer'], 1), (m) => {
+      if (TOKEN_BEFORE.test(text[m.index - 1] ?? '')) return;
+      const token = m[1] ?? '';
+      if (!isBearerToken(token)) return;
+      const start = m.index + m[0].length - token.length;
+      out.push({
+        type: 'SECRET',
+        start,
+        end: m.index + m[0].length,
+        score: 0.9,
+        recognizer: 'bearer-token',
+      });
+    });
   },
 };
