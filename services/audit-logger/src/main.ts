@@ -21,7 +21,7 @@ import {
   parseAuditLoggerEnv,
   registerAuditMetrics,
 } from './app.ts';
-import { type Drain, openStore, startDrain } from './store-side.ts';
+import { type Drain, openStore, orExit, startDrain } from './store-side.ts';
 
 let config: AuditLoggerConfig;
 try {
@@ -42,15 +42,17 @@ const queue = {
   ...(config.AUDIT_PREFIX ? { prefix: config.AUDIT_PREFIX } : {}),
 };
 
-const store = await openStore(config, log);
+const store = await orExit(() => openStore(config, log));
 
-const producer = createAuditProducer({
-  ...queue,
-  journalPath: config.AUDIT_JOURNAL,
-  // One queue job per batch of records: what lets the pipeline run past BullMQ's per-job rate.
-  batchJobs: config.AUDIT_BATCH_JOBS,
-  logger: auditLog,
-});
+const producer = await orExit(() =>
+  createAuditProducer({
+    ...queue,
+    journalPath: config.AUDIT_JOURNAL,
+    // One queue job per batch of records: what lets the pipeline run past BullMQ's per-job rate.
+    batchJobs: config.AUDIT_BATCH_JOBS,
+    logger: auditLog,
+  }),
+);
 // The store side runs here too unless a separate audit-worker does it.
 const drain: Drain | undefined = config.AUDIT_WORKER ? startDrain(config, store, log) : undefined;
 registerAuditMetrics(telemetry.meter, { producer, worker: drain?.worker });

@@ -4,8 +4,10 @@
  * drains the queue into it (PII scrubbed on the way) and the retention schedule.
  */
 import {
+  AuditJournalInUseError,
   type AuditRetention,
   type AuditStore,
+  AuditStoreError,
   type AuditWorker,
   createAuditWorker,
   openAuditStore,
@@ -29,6 +31,36 @@ export type DrainConfig = Pick<
   | 'AUDIT_BATCH_SIZE'
   | 'AUDIT_WORKER_CONCURRENCY'
 >;
+
+/**
+ * The one line to print for a start-up failure the operator can fix (the PGlite directory or
+ * the audit journal held by another live process), or `undefined` for any other error.
+ */
+export function describeStartupError(error: unknown): string | undefined {
+  if (error instanceof AuditStoreError && error.code === 'STORE_IN_USE') {
+    const held = error.cause instanceof AuditJournalInUseError ? error.cause : undefined;
+    const dir = held?.path ?? '?';
+    return `audit store in use: the PGlite directory ${dir} is locked by process ${held?.pid ?? '?'} (${dir}.lock). PGlite serves one process: stop that process, give this one another AUDIT_PGLITE_DIR, or share a PostgreSQL store through DATABASE_URL.`;
+  }
+  if (error instanceof AuditJournalInUseError)
+    return `audit journal in use: ${error.path} is locked by process ${error.pid ?? '?'} (${error.path}.lock). Each audit-logger process needs a journal of its own: stop that process or set AUDIT_JOURNAL to another file.`;
+  return undefined;
+}
+
+/**
+ * Run a start-up step; a failure {@link describeStartupError} knows ends the process with its
+ * one line on stderr and exit code 1 (no stack trace). Anything else is rethrown.
+ */
+export async function orExit<T>(step: () => T | Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const line = describeStartupError(error);
+    if (line === undefined) throw error;
+    process.stderr.write(`${line}\n`);
+    process.exit(1);
+  }
+}
 
 /** Open the audit store (PostgreSQL when DATABASE_URL is set, else PGlite) and log which. */
 export async function openStore(config: StoreConfig, log: Logger): Promise<AuditStore> {

@@ -20,7 +20,7 @@ import {
   parseAuditWorkerEnv,
   registerAuditMetrics,
 } from './app.ts';
-import { openStore, startDrain } from './store-side.ts';
+import { openStore, orExit, startDrain } from './store-side.ts';
 
 let config: AuditWorkerConfig;
 try {
@@ -34,7 +34,7 @@ const log = createLogger('audit-worker', config.LOG_LEVEL);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),
 );
-const store = await openStore(config, log);
+const store = await orExit(() => openStore(config, log));
 const drain = startDrain(config, store, log);
 const { worker } = drain;
 registerAuditMetrics(telemetry.meter, { worker });

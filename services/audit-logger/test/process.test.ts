@@ -11,7 +11,15 @@ import { fileURLToPath } from 'node:url';
 import { createAuditProducer, createAuditRecord } from '@fleet/audit';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
-import { defer, openSchemaStore, REDIS_URL, traceId, uniquePrefix, waitFor } from './helpers.ts';
+import {
+  DATABASE_URL,
+  defer,
+  openSchemaStore,
+  REDIS_URL,
+  traceId,
+  uniquePrefix,
+  waitFor,
+} from './helpers.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
@@ -93,6 +101,50 @@ describe('audit-logger process', () => {
     // The PGlite directory is released for the next start.
     expect(existsSync(join(cwd, '.fleet/audit-pglite.lock'))).toBe(false);
   }, 90_000);
+
+  it('a second one on the same PGlite directory or journal exits 1 with one clear line', async () => {
+    const cwd = await tempDir();
+    const env = { ...quietEnv, PORT: '0', AUDIT_PREFIX: uniquePrefix(), DATABASE_URL: '' };
+    const first = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd,
+      env,
+      readyTimeoutMs: 40_000,
+    });
+    defer(() => first.stop('SIGKILL'));
+    const { schema, drop } = await openSchemaStore();
+    defer(drop);
+    const cases = [
+      // Same PGlite directory (the default under the same cwd).
+      [env, join(cwd, '.fleet/audit-pglite'), /AUDIT_PGLITE_DIR|DATABASE_URL/],
+      // Own store (PostgreSQL), but the same default journal.
+      [
+        { ...env, DATABASE_URL: DATABASE_URL, AUDIT_DB_SCHEMA: schema },
+        join(cwd, '.fleet/audit-logger-audit.ndjson'),
+        /AUDIT_JOURNAL/,
+      ],
+    ] as const;
+    for (const [secondEnv, path, advice] of cases) {
+      const error = await startServiceProcess({
+        ...sourceCommand(MAIN),
+        cwd,
+        env: secondEnv,
+        readyTimeoutMs: 40_000,
+      }).catch((e: unknown) => e as Error);
+      expect(error).toBeInstanceOf(Error);
+      const [, stderr = ''] = String((error as Error).message).split('--- stderr (tail) ---\n');
+      expect((error as Error).message).toContain('(code 1,');
+      const lines = stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(path);
+      expect(lines[0]).toContain(`${path}.lock`);
+      expect(lines[0]).toContain(`process ${first.pid}`);
+      expect(lines[0]).toMatch(advice);
+      expect(stderr).not.toMatch(/^\s+at /m);
+    }
+    // The first one is unharmed.
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+  }, 120_000);
 
   it('exits non-zero with a message naming a bad variable', async () => {
     const started = startServiceProcess({
