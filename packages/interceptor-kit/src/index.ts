@@ -25,7 +25,7 @@ export {
   requireBearer,
 } from './http.ts';
 export type { InvokeLimits } from './limits.ts';
-export { checkInvokeDepth, DEFAULT_MAX_DEPTH } from './limits.ts';
+export { checkInvokeDepth, DEFAULT_MAX_DEPTH, nestedBeyond } from './limits.ts';
 export type { LocalChainOptions } from './local.ts';
 export { createLocalChainInterceptors, createLocalInvoker } from './local.ts';
 export type { Logger } from './logger.ts';

@@ -106,6 +106,15 @@ function pathBeyond(value: unknown, max: number, root: string): string | undefin
 }
 
 /**
+ * Where `value` first nests deeper than `max` (`{}` is 1 deep), as a path rooted at `root`
+ * (`arguments.a[0]...`), or undefined when it does not. Iterative: any depth is safe.
+ */
+export function nestedBeyond(value: unknown, max: number, root = ''): string | undefined {
+  if (!exceedsDepth(value, max)) return undefined;
+  return pathBeyond(value, max, root) ?? root;
+}
+
+/**
  * Refuse invoke params nested deeper than `maxDepth` in `payload`, `config` or `context`.
  * Anything else about the params (their shape, the name) is left to the host.
  * @throws {ProtocolError} -32602 `{name, reason: "limit_exceeded", limit: "maxDepth", max, path}`.
@@ -114,10 +123,9 @@ export function checkInvokeDepth(params: unknown, maxDepth: number = DEFAULT_MAX
   if (!isContainer(params) || Array.isArray(params)) return;
   const record = params as Record<string, unknown>;
   for (const field of CHECKED_FIELDS) {
-    const value = record[field];
-    if (!exceedsDepth(value, maxDepth)) continue;
+    const path = nestedBeyond(record[field], maxDepth, field);
+    if (path === undefined) continue;
     const name = typeof record.name === 'string' ? record.name : undefined;
-    const path = pathBeyond(value, maxDepth, field) ?? field;
     throw new ProtocolError(
       JsonRpcCode.INVALID_PARAMS,
       `Invalid params: "${field}" nests deeper than maxDepth (${maxDepth})`,

@@ -106,7 +106,7 @@ export function createAdminRouter({
     if (raw !== undefined && typeof raw !== 'string')
       return problem(res, 400, 'event must be given once, as one method name');
     const event = raw === undefined || raw === '' ? 'tools/call' : raw;
-    if (event.length > 256 || /[\u0000-\u001f\u007f\s]/.test(event))
+    if (event.length > 256 || /[\p{Cc}\s]/u.test(event))
       return problem(res, 400, 'event must be a method name (at most 256 characters, no spaces)');
     const phase = PhaseSchema.safeParse(req.query.phase ?? 'request');
     if (!phase.success) return problem(res, 400, 'phase must be "request" or "response"');

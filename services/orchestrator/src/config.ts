@@ -131,6 +131,12 @@ export const OrchestratorConfigSchema = z
          */
         requestTimeoutMs: z.number().int().min(100).default(30_000),
         /**
+         * Deepest nesting of a request's params (`{}` is 1 deep); deeper gets -32602 naming
+         * the path. Below the interceptor kit's own limit (256), so interceptor services
+         * never refuse what the gateway let through.
+         */
+        maxDepth: z.number().int().min(8).max(200).default(128),
+        /**
          * A session with no request for this long, nothing in flight and no open stream is
          * closed (its client then gets 404 and starts a new one, as the MCP transport says).
          */

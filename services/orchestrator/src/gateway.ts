@@ -23,7 +23,7 @@ import {
   type StatelessRequestMeta,
   withoutReservedMeta,
 } from '@fleet/core';
-import { parseTraceparent } from '@fleet/interceptor-kit';
+import { nestedBeyond, parseTraceparent } from '@fleet/interceptor-kit';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
@@ -236,6 +236,17 @@ export class Gateway {
     extra: Extra,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
+    const maxDepth = this.#deps.config.limits.maxDepth;
+    const tooDeep = nestedBeyond(received, maxDepth, 'params');
+    if (tooDeep !== undefined) {
+      // Refused here, named: deeper params would otherwise reach interceptor services that
+      // refuse them (their own limit) and turn a client's mistake into a chain failure.
+      throw new ProtocolError(
+        JsonRpcCode.INVALID_PARAMS,
+        `Invalid params: nested deeper than limits.maxDepth (${maxDepth})`,
+        { reason: 'limit_exceeded', limit: 'maxDepth', max: maxDepth, path: tooDeep },
+      );
+    }
     // The client's reserved _meta keys were meant for the gateway, never for a backend.
     const params = withoutReservedMeta(received);
     const started = performance.now();

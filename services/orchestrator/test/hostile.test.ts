@@ -230,6 +230,28 @@ describe('gateway ingress under hostile input', () => {
     );
   });
 
+  it('refuses params nested deeper than limits.maxDepth with -32602 naming the path', async () => {
+    await setup('limits: {maxDepth: 40}\n');
+    const body = JSON.stringify({
+      ...CALL,
+      params: { name: 'echo', arguments: { text: 'x', extra: 'X' } },
+    }).replace('"X"', deep(300));
+    const reply = await rawPost(gw.mcpUrl, body, sessionHeaders);
+    expectErrorReply(reply, 200, -32602, 5);
+    expect(reply.json.error?.data).toMatchObject({
+      reason: 'limit_exceeded',
+      limit: 'maxDepth',
+      max: 40,
+      path: expect.stringMatching(/^params\.arguments\.extra(\[0\])+$/),
+    });
+    // Just within the limit is served.
+    const within = JSON.stringify({
+      ...CALL,
+      params: { name: 'echo', arguments: { text: 'x', extra: 'X' } },
+    }).replace('"X"', deep(37));
+    expect((await rawPost(gw.mcpUrl, within, sessionHeaders)).json.result).toBeDefined();
+  });
+
   it.each(corpus)('%s gets a specific error', async (_what, body, session, status, code, id) => {
     await setup();
     const reply = await rawPost(gw.mcpUrl, body(), session ? sessionHeaders : {});
