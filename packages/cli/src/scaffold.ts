@@ -4,10 +4,11 @@
  * `validation/` and `mutation/` the files of one kind; `{{name}}` and `{{type}}` are the
  * placeholders, and the `.tmpl` suffix keeps tsc and biome away from the templates.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 import { CliError } from './errors.ts';
 import type { InterceptorKind } from './types.ts';
 
@@ -16,8 +17,13 @@ export const INTERCEPTOR_TEMPLATES_DIR = fileURLToPath(
   new URL('../templates/interceptor/', import.meta.url),
 );
 
-/** Names a new service may not take: the fleet's own services, interceptors and packages. */
+/**
+ * Names a new service may not take: the fleet's own services (those of `fleet up` too),
+ * interceptors and packages. The workspace's own package names are checked as well.
+ */
 export const RESERVED_NAMES: ReadonlySet<string> = new Set([
+  'audit-worker',
+  'demo-backend',
   'orchestrator',
   'pii-redactor',
   'pii-guard',
@@ -95,6 +101,49 @@ export function validateInterceptorName(name: string): void {
 }
 
 /**
+ * The packages of the workspace at `root`: package name → directory (relative to `root`),
+ * from the `packages` globs of its `pnpm-workspace.yaml` (`dir`, `dir/*`; `!` exclusions
+ * and deeper globs are skipped). Unreadable files are passed over.
+ */
+export function workspacePackages(root: string): Map<string, string> {
+  const found = new Map<string, string>();
+  let globs: unknown;
+  try {
+    globs = (parseYaml(readFileSync(join(root, 'pnpm-workspace.yaml'), 'utf8')) as {
+      packages?: unknown;
+    } | null)?.packages;
+  } catch {
+    return found;
+  }
+  if (!Array.isArray(globs)) return found;
+  const dirs: string[] = [];
+  for (const glob of globs) {
+    if (typeof glob !== 'string' || glob.startsWith('!')) continue;
+    const pattern = glob.replace(/^\.\//, '').replace(/\/+$/, '');
+    if (pattern.endsWith('/*') && !pattern.slice(0, -2).includes('*')) {
+      const parent = pattern.slice(0, -2);
+      try {
+        for (const entry of readdirSync(join(root, parent), { withFileTypes: true }))
+          if (entry.isDirectory()) dirs.push(`${parent}/${entry.name}`);
+      } catch {
+        // no such directory yet
+      }
+    } else if (!pattern.includes('*')) dirs.push(pattern);
+  }
+  for (const dir of dirs) {
+    try {
+      const { name } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as {
+        name?: unknown;
+      };
+      if (typeof name === 'string') found.set(name, dir);
+    } catch {
+      // not a package
+    }
+  }
+  return found;
+}
+
+/**
  * Replace `{{key}}` placeholders with `values`.
  * @throws {Error} for a placeholder without a value (a broken template).
  */
@@ -159,6 +208,13 @@ export async function scaffoldInterceptor(options: ScaffoldOptions): Promise<Sca
     throw new CliError(
       'NOT_A_WORKSPACE',
       `${servicesDir} is not the services directory of a fleet workspace (${root} has no ${missing.join(', ')}): run from the repository root or pass --dir <repository>/services`,
+    );
+  }
+  const taken = workspacePackages(root).get(`@fleet/${name}`);
+  if (taken !== undefined) {
+    throw new CliError(
+      'INVALID_NAME',
+      `"${name}" collides with the workspace package @fleet/${name} (${taken}): pick another name`,
     );
   }
   const dir = join(servicesDir, name);

@@ -162,12 +162,51 @@ describe('fleet new interceptor, in a temp workspace', () => {
     ['orchestrator', 'is reserved'],
     ['pii-redactor', 'is reserved'],
     ['interceptor-kit', 'is reserved'],
+    ['demo-backend', 'is reserved'],
+    ['audit-worker', 'is reserved'],
   ])('refuses the name %j (exit 2) and writes nothing', async (name, message) => {
     const root = await tempWorkspace();
     const run = await fleet(['new', 'interceptor', '--', name], { cwd: root });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(message);
     expect(existsSync(join(root, 'services'))).toBe(false);
+  });
+
+  it('refuses the name of a package the workspace has elsewhere (exit 2), naming it', async () => {
+    const root = await tempWorkspace();
+    await writeFile(
+      join(root, 'pnpm-workspace.yaml'),
+      'packages:\n  - services/*\n  - test/e2e\n  - tools/*\n',
+    );
+    await mkdir(join(root, 'test', 'e2e'), { recursive: true });
+    await writeFile(join(root, 'test', 'e2e', 'package.json'), '{"name": "@fleet/e2e"}\n');
+    await mkdir(join(root, 'tools', 'lint-rules'), { recursive: true });
+    await writeFile(
+      join(root, 'tools', 'lint-rules', 'package.json'),
+      '{"name": "@fleet/lint-rules"}\n',
+    );
+    for (const [name, dir] of [
+      ['e2e', 'test/e2e'],
+      ['lint-rules', 'tools/lint-rules'],
+    ]) {
+      const run = await fleet(['new', 'interceptor', name as string], { cwd: root });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(
+        `error: "${name}" collides with the workspace package @fleet/${name} (${dir}): pick another name\n`,
+      );
+    }
+    expect(existsSync(join(root, 'services'))).toBe(false);
+  });
+
+  it.each([
+    'e2e',
+    'deploy-checks',
+    'conformance-suite',
+  ])('refuses %s, a package of this repository (exit 2)', async (name) => {
+    const run = await fleet(['new', 'interceptor', name]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`collides with the workspace package @fleet/${name}`);
+    expect(existsSync(join(REPO_ROOT, 'services', name))).toBe(false);
   });
 
   it('refuses a services directory outside a fleet workspace', async () => {
