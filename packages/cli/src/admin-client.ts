@@ -2,7 +2,7 @@
  * A small client for the orchestrator's admin API (DESIGN.md §3). Every failure becomes a
  * {@link CliError} whose message says what to do about it.
  */
-import { CliError } from './errors.ts';
+import { CliError, readApiProblem } from './errors.ts';
 
 /** Options for {@link createAdminClient}. */
 export interface AdminClientOptions {
@@ -103,7 +103,8 @@ const UNREACHABLE_CODES = new Set([
   'UND_ERR_SOCKET',
 ]);
 
-function causeCode(error: unknown): string | undefined {
+/** The system error code (`ECONNREFUSED`, ...) behind a failed fetch, if there is one. */
+export function causeCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -182,9 +183,8 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       );
     }
     if (response.status < 200 || response.status >= 300) {
-      const problem = (json ?? {}) as { error?: unknown; details?: unknown };
-      const reason =
-        typeof problem.error === 'string' ? problem.error : response.statusText || 'error';
+      const problem = readApiProblem(json);
+      const reason = problem.message ?? (response.statusText || 'error');
       throw new CliError(
         'ADMIN_API_ERROR',
         `the orchestrator answered ${response.status}: ${reason}`,

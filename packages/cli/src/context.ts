@@ -1,59 +1,81 @@
 /**
  * What every command module gets: the IO, the resolved global options, an admin client and
  * one way to print (tables for people, raw JSON with `--json`).
+ *
+ * Where a service is found, first match wins: the command-line option, the environment
+ * (`FLEET_ORCHESTRATOR_URL`, `FLEET_AUDIT_URL`), the `fleet.json` of a running `fleet up` in
+ * `--state-dir` (default `.fleet`), the default port on 127.0.0.1.
  */
-import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { type Command, Option } from 'commander';
 import { type AdminClient, createAdminClient } from './admin-client.ts';
-import { CliError } from './errors.ts';
+import { type FleetState, liveFleetState } from './fleet/local-fleet.ts';
+import { parseBaseUrl } from './http-url.ts';
 import type { CliIO, GlobalOptions } from './types.ts';
 
-/** The orchestrator URL when neither `--orchestrator` nor `FLEET_ORCHESTRATOR_URL` is set. */
+/** The orchestrator URL when no option, environment or running fleet names one. */
 export const DEFAULT_ORCHESTRATOR_URL = 'http://127.0.0.1:8080';
+/** The audit API's URL when no option, environment or running fleet names one. */
+export const DEFAULT_AUDIT_URL = 'http://127.0.0.1:8083';
+/** Where `fleet up` keeps its state (`fleet.json`, logs, config, PGlite data) by default. */
+export const DEFAULT_STATE_DIR = '.fleet';
+
+/** The `--state-dir` option of every command that finds the fleet through `fleet.json`. */
+export function stateDirOption(
+  description = 'state directory of a running `fleet up` (its fleet.json names the services)',
+): Option {
+  return new Option('--state-dir <dir>', description).default(DEFAULT_STATE_DIR);
+}
 
 /** Shared by the command modules; see {@link createCommandContext}. */
 export interface CommandContext {
   readonly io: CliIO;
   /** The global options as seen from `command` (flags win over the environment). */
   globals(command: Command): GlobalOptions;
+  /** `command`'s `--state-dir`, resolved against the working directory. */
+  stateDir(command: Command): string;
+  /** The audit API's base URL for `command` (`--audit`, `FLEET_AUDIT_URL`, fleet.json, default). */
+  auditUrl(command: Command): string;
+  /** The same, but undefined where the default would be used. */
+  auditUrl(command: Command, orDefault: false): string | undefined;
   /** An admin API client for `command`'s `--orchestrator` and `--admin-token`. */
   admin(command: Command): AdminClient;
   /** Print `value` as indented JSON with `--json`, else the text `human()` returns. */
   print(command: Command, value: unknown, human: () => string): void;
 }
 
-/** The orchestrator URL the environment asks for (`FLEET_ORCHESTRATOR_URL`), or the default. */
-export function defaultOrchestratorUrl(env: CliIO['env']): string {
+/** The orchestrator URL the environment asks for (`FLEET_ORCHESTRATOR_URL`), if any. */
+export function orchestratorUrlFromEnv(env: CliIO['env']): string | undefined {
   const fromEnv = env.FLEET_ORCHESTRATOR_URL?.trim();
-  return fromEnv ? fromEnv : DEFAULT_ORCHESTRATOR_URL;
-}
-
-function checkOrchestratorUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new CliError(
-      'USAGE',
-      `--orchestrator "${raw}" is not a URL (e.g. ${DEFAULT_ORCHESTRATOR_URL})`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new CliError('USAGE', `--orchestrator "${raw}" must be an http(s) URL`);
-  }
-  return raw.replace(/\/+$/, '');
+  return fromEnv ? fromEnv : undefined;
 }
 
 /** Build the context the command modules share. */
 export function createCommandContext(io: CliIO): CommandContext {
+  const stateDir = (command: Command): string =>
+    resolve(io.cwd, command.optsWithGlobals<{ stateDir?: string }>().stateDir ?? DEFAULT_STATE_DIR);
+  const runningFleet = (command: Command): FleetState | undefined =>
+    liveFleetState(stateDir(command));
+
   const globals = (command: Command): GlobalOptions => {
     const opts = command.optsWithGlobals<{
       orchestrator?: string;
       adminToken?: string;
       json?: boolean;
     }>();
-    const token = opts.adminToken ?? io.env.FLEET_ADMIN_TOKEN;
+    let raw = opts.orchestrator ?? orchestratorUrlFromEnv(io.env);
+    let token = opts.adminToken ?? io.env.FLEET_ADMIN_TOKEN;
+    if (raw === undefined) {
+      const fleet = runningFleet(command);
+      raw = fleet?.urls.orchestrator;
+      if (raw !== undefined && !token) token = fleet?.adminToken;
+    }
     return {
-      orchestrator: checkOrchestratorUrl(opts.orchestrator ?? defaultOrchestratorUrl(io.env)),
+      orchestrator: parseBaseUrl(
+        raw ?? DEFAULT_ORCHESTRATOR_URL,
+        '--orchestrator',
+        DEFAULT_ORCHESTRATOR_URL,
+      ),
       adminToken: token === undefined || token === '' ? undefined : token,
       json: opts.json === true,
     };
@@ -61,12 +83,23 @@ export function createCommandContext(io: CliIO): CommandContext {
   return {
     io,
     globals,
+    stateDir,
+    auditUrl: ((command: Command, orDefault = true) => {
+      const option = command.optsWithGlobals<{ audit?: string }>().audit;
+      const raw =
+        option ??
+        (io.env.FLEET_AUDIT_URL?.trim() ||
+          runningFleet(command)?.urls['audit-logger'] ||
+          (orDefault ? DEFAULT_AUDIT_URL : undefined));
+      return raw === undefined ? undefined : parseBaseUrl(raw, '--audit', DEFAULT_AUDIT_URL);
+    }) as CommandContext['auditUrl'],
     admin(command) {
       const { orchestrator, adminToken } = globals(command);
       return createAdminClient({ baseUrl: orchestrator, token: adminToken, fetch: io.fetch });
     },
     print(command, value, human) {
-      io.stdout(globals(command).json ? `${JSON.stringify(value, null, 2)}\n` : human());
+      const json = command.optsWithGlobals<{ json?: boolean }>().json === true;
+      io.stdout(json ? `${JSON.stringify(value, null, 2)}\n` : human());
     },
   };
 }

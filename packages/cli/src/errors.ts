@@ -23,6 +23,16 @@ export const CLI_ERROR_CODES = {
   ADMIN_API_ERROR: 1,
   /** The answer was not what the admin API sends (wrong URL?). */
   UNEXPECTED_RESPONSE: 1,
+  /** Nothing answers at the audit API's URL (or it did not answer in time). */
+  AUDIT_UNREACHABLE: 1,
+  /** The audit API refused the query's parameters (400 `INVALID_QUERY`): a usage error. */
+  INVALID_QUERY: 2,
+  /** The audit API answered another non-2xx status (401 included). */
+  AUDIT_API_ERROR: 1,
+  /** `fleet audit trace` found no record of the trace. */
+  NO_RECORDS: 1,
+  /** Another process's `fleet up` runs from the state directory a fleet was to start in. */
+  FLEET_RUNNING: 1,
   /** Something the local fleet needs (Redis, a built service) is missing or did not start. */
   FLEET_UNAVAILABLE: 1,
   /** A signal (Ctrl-C) arrived while the local fleet was starting; what had started is stopped. */
@@ -58,15 +68,56 @@ export class CliError extends Error {
   }
 }
 
-/** Human lines for an admin API error's `details` (`[{path, message}]`, an object, or text). */
+/** What an API's error body says: its message, its code when it has one, and the details. */
+export interface ApiProblem {
+  message: string | undefined;
+  code: string | undefined;
+  details: unknown;
+}
+
+/**
+ * Read an error body in either shape the fleet's APIs answer with: the admin API's
+ * `{error: "message", details?}` and the audit API's `{error: {code, message, issues?}}`
+ * (a top-level `issues` is read as well).
+ */
+export function readApiProblem(body: unknown): ApiProblem {
+  const top = (typeof body === 'object' && body !== null ? body : {}) as {
+    error?: unknown;
+    details?: unknown;
+    issues?: unknown;
+  };
+  if (typeof top.error === 'object' && top.error !== null) {
+    const inner = top.error as { code?: unknown; message?: unknown; issues?: unknown };
+    return {
+      message: typeof inner.message === 'string' ? inner.message : undefined,
+      code: typeof inner.code === 'string' ? inner.code : undefined,
+      details: inner.issues ?? top.issues ?? top.details,
+    };
+  }
+  return {
+    message: typeof top.error === 'string' ? top.error : undefined,
+    code: undefined,
+    details: top.details ?? top.issues,
+  };
+}
+
+/**
+ * Human lines for an API error's `details`: `[{path, message}]` (or the audit API's
+ * `[{parameter, message}]`), an object, or text.
+ */
 export function formatDetails(details: unknown): string[] {
   if (details === undefined || details === null) return [];
   if (Array.isArray(details)) {
     return details.map((entry) => {
       if (typeof entry === 'object' && entry !== null && 'message' in entry) {
-        const { path, message } = entry as { path?: unknown; message: unknown };
-        return typeof path === 'string' && path !== ''
-          ? `${path}: ${String(message)}`
+        const { path, parameter, message } = entry as {
+          path?: unknown;
+          parameter?: unknown;
+          message: unknown;
+        };
+        const where = typeof path === 'string' && path !== '' ? path : parameter;
+        return typeof where === 'string' && where !== ''
+          ? `${where}: ${String(message)}`
           : String(message);
       }
       return typeof entry === 'string' ? entry : JSON.stringify(entry);

@@ -13,7 +13,7 @@ import { addServicesCommand } from './commands/services.ts';
 import { addStdioCommand } from './commands/stdio.ts';
 import { addUnregisterCommand } from './commands/unregister.ts';
 import { addUpCommand } from './commands/up.ts';
-import { type CommandContext, createCommandContext, defaultOrchestratorUrl } from './context.ts';
+import { type CommandContext, createCommandContext } from './context.ts';
 import { CliError, formatDetails } from './errors.ts';
 import type { CliIO } from './types.ts';
 
@@ -58,8 +58,7 @@ export function createProgram(io: CliIO): Command {
     .showHelpAfterError('(run with --help for usage)')
     .option(
       '--orchestrator <url>',
-      'orchestrator base URL ($FLEET_ORCHESTRATOR_URL)',
-      defaultOrchestratorUrl(io.env),
+      'orchestrator base URL (default: $FLEET_ORCHESTRATOR_URL, else the running fleet of --state-dir, else http://127.0.0.1:8080)',
     )
     .option('--admin-token <token>', 'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)')
     .option('--json', 'print raw JSON instead of tables');
@@ -81,12 +80,46 @@ function report(io: CliIO, error: CliError, json: boolean): void {
   io.stderr(`error: ${error.message}\n${details.join('')}`);
 }
 
+/** Global options that take a value (their value is not a command name). */
+const GLOBAL_VALUE_OPTIONS = new Set(['--orchestrator', '--admin-token']);
+
+/**
+ * The command path `fleet help <path...>` asks about that does not exist (`nosuch`, or
+ * `audit nosuch`), or undefined. Commander would print the main help for it, with no word
+ * about the unknown name.
+ */
+function unknownHelpTopic(program: Command, argv: readonly string[]): string | undefined {
+  const words: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') break;
+    if (arg.startsWith('-')) {
+      if (GLOBAL_VALUE_OPTIONS.has(arg)) i++;
+      continue;
+    }
+    words.push(arg);
+  }
+  if (words[0] !== 'help') return undefined;
+  let command: Command | undefined = program;
+  for (const [index, word] of words.slice(1).entries()) {
+    if (word === 'help') return undefined;
+    command = command?.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!command) return words.slice(1, index + 2).join(' ');
+  }
+  return undefined;
+}
+
 /**
  * Run `fleet` with `argv` (the arguments after the program name) and resolve to the exit
  * code; never rejects.
  */
 export async function runProgram(argv: readonly string[], io: CliIO): Promise<number> {
   const program = createProgram(io);
+  const unknownTopic = unknownHelpTopic(program, argv);
+  if (unknownTopic !== undefined) {
+    io.stderr(`error: unknown command '${unknownTopic}'\n(run with --help for usage)\n`);
+    return USAGE_EXIT_CODE;
+  }
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return 0;

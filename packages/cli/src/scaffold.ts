@@ -109,9 +109,11 @@ export function workspacePackages(root: string): Map<string, string> {
   const found = new Map<string, string>();
   let globs: unknown;
   try {
-    globs = (parseYaml(readFileSync(join(root, 'pnpm-workspace.yaml'), 'utf8')) as {
-      packages?: unknown;
-    } | null)?.packages;
+    globs = (
+      parseYaml(readFileSync(join(root, 'pnpm-workspace.yaml'), 'utf8')) as {
+        packages?: unknown;
+      } | null
+    )?.packages;
   } catch {
     return found;
   }

@@ -2,6 +2,11 @@
  * The admin commands against a real orchestrator process (its admin API, Redis-backed
  * registry) and a real kit interceptor service on 127.0.0.1:0.
  */
+
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   allow,
   createInterceptorHost,
@@ -100,10 +105,64 @@ describe('fleet register', () => {
     const column = header?.indexOf('TYPE');
     expect(rows[0]?.indexOf('validation')).toBe(column);
     expect(rows[1]?.indexOf('mutation')).toBe(column);
+  });
 
-    const again = await admin(['register', serviceUrl]);
+  it('says a second registration of the same URL replaced token and overrides, and shows them applied', async () => {
+    const id = await registerService(['--token', 'first']);
+    const again = await admin(['register', serviceUrl, '--override', 'cli-tagger.mode=audit']);
+    expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`^already registered ${id?.[1]} `));
+    const [heading, header, guard, tagger, note] = lines(again.stdout);
+    expect(heading).toBe(
+      `updated ${id} (${serviceUrl}): its registration was replaced (token none, overrides cli-tagger: mode=audit)`,
+    );
+    expect(header?.split(/\s{2,}/)).toEqual(['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS']);
+    expect(guard?.split(/\s{2,}/).slice(0, 3)).toEqual(['cli-guard', 'validation', 'active']);
+    expect(tagger?.split(/\s{2,}/).slice(0, 3)).toEqual(['cli-tagger', 'mutation', 'audit*']);
+    expect(note).toBe('* set by --override');
+    // What the orchestrator now holds: the new overrides, no token.
+    const services = JSON.parse((await admin(['--json', 'services'])).stdout) as {
+      services: Array<{ id: string; overrides?: unknown }>;
+    };
+    expect(services.services.find((s) => s.id === id)?.overrides).toEqual({
+      'cli-tagger': { mode: 'audit' },
+    });
+    // The services table shows them too.
+    expect((await admin(['services'])).stdout).toContain(
+      'cli-guard (validation), cli-tagger (mutation; mode=audit)',
+    );
+  });
+
+  it('says a config entry is left unchanged when its URL is registered again', async () => {
+    const configured = await startOrchestrator(`interceptors:\n  - {url: "${serviceUrl}"}\n`);
+    defer(() => configured.close());
+    const env = {
+      FLEET_ORCHESTRATOR_URL: configured.url,
+      FLEET_ADMIN_TOKEN: configured.adminToken,
+    };
+    const run = await fleet(['register', serviceUrl, '--override', 'cli-guard.failOpen=true'], {
+      env,
+    });
+    expect(run.code).toBe(0);
+    expect(lines(run.stdout)[0]).toMatch(
+      /comes from the orchestrator's config file: the config entry was left unchanged/,
+    );
+    expect(run.stdout).not.toContain('set by --override');
+    expect(run.stdout).not.toContain('active*');
+  });
+
+  it.each([
+    ['a space in the host', 'http://a b/mcp'],
+    ['an unclosed IPv6 bracket', 'http://[::1/mcp'],
+    ['a port out of range', 'http://127.0.0.1:99999/mcp'],
+    ['no scheme', '127.0.0.1:8090/mcp'],
+    ['another scheme', 'ftp://127.0.0.1/mcp'],
+  ])('refuses a service URL with %s (exit 2, one line) before calling the API', async (_, url) => {
+    const run = await admin(['register', url]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(lines(run.stderr)).toHaveLength(1);
+    expect(run.stderr).toContain(`the service URL "${url}"`);
   });
 
   it('prints the raw answer of the admin API with --json', async () => {
@@ -290,6 +349,59 @@ describe('fleet unregister', () => {
   });
 });
 
+describe('finding the orchestrator', () => {
+  it('takes the MCP endpoint fleet up prints for the base URL (a trailing /mcp)', async () => {
+    const run = await fleet(['--orchestrator', `${orchestrator.url}/mcp/`, 'services'], {
+      env: { FLEET_ADMIN_TOKEN: orchestrator.adminToken },
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+  });
+
+  it('uses the running fleet of --state-dir (orchestrator and admin token) when nothing else names one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fleet-state-'));
+    defer(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(
+      join(dir, 'fleet.json'),
+      JSON.stringify({
+        urls: { orchestrator: orchestrator.url },
+        adminToken: orchestrator.adminToken,
+        pid: process.pid,
+      }),
+    );
+    for (const argv of [
+      ['services', '--state-dir', dir],
+      ['chain', '--state-dir', dir],
+      ['unregister', 'nosuch', '--state-dir', dir],
+    ]) {
+      const run = await fleet(argv);
+      expect(run.stderr, argv.join(' ')).not.toContain('cannot reach');
+      expect(run.stderr, argv.join(' ')).not.toContain('token');
+    }
+    expect((await fleet(['services', '--state-dir', dir])).code).toBe(0);
+    // The environment still wins over the fleet's state.
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const env = await fleet(['services', '--state-dir', dir], {
+      env: { FLEET_ORCHESTRATOR_URL: url },
+    });
+    expect(env.stderr).toContain(`cannot reach the orchestrator at ${url}`);
+  });
+
+  it('ignores the state of a fleet up that is gone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fleet-state-'));
+    defer(() => rm(dir, { recursive: true, force: true }));
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    await writeFile(
+      join(dir, 'fleet.json'),
+      JSON.stringify({ urls: { orchestrator: orchestrator.url }, pid: gone }),
+    );
+    // The default URL instead (where another fleet may run on a shared machine).
+    const run = await fleet(['--json', 'services', '--state-dir', dir]);
+    expect(run.stdout).not.toContain(orchestrator.url);
+    if (run.code !== 0) expect(run.stderr).toContain('http://127.0.0.1:8080');
+  });
+});
+
 describe('errors', () => {
   it('says when the orchestrator cannot be reached', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
@@ -354,11 +466,16 @@ describe('errors', () => {
       ['register', 'not-a-url'],
       ['chain', '--phase', 'both'],
       ['--orchestrator', 'ftp://x', 'services'],
+      ['--orchestrator', 'http://a b', 'services'],
+      ['unregister', ''],
+      ['help', 'nosuch'],
     ]) {
       const run = await admin(argv);
       expect({ argv, code: run.code }).toEqual({ argv, code: 2 });
       expect(run.stderr).not.toBe('');
     }
+    expect((await admin(['help', 'nosuch'])).stderr).toContain("unknown command 'nosuch'");
+    expect((await admin(['help', 'audit'])).code).toBe(0);
     expect((await admin(['--help'])).code).toBe(0);
     expect((await admin(['--version'])).stdout).toBe('0.1.0\n');
   });

@@ -198,16 +198,15 @@ describe('fleet new interceptor, in a temp workspace', () => {
     expect(existsSync(join(root, 'services'))).toBe(false);
   });
 
-  it.each([
-    'e2e',
-    'deploy-checks',
-    'conformance-suite',
-  ])('refuses %s, a package of this repository (exit 2)', async (name) => {
-    const run = await fleet(['new', 'interceptor', name]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain(`collides with the workspace package @fleet/${name}`);
-    expect(existsSync(join(REPO_ROOT, 'services', name))).toBe(false);
-  });
+  it.each(['e2e', 'deploy-checks', 'conformance-suite'])(
+    'refuses %s, a package of this repository (exit 2)',
+    async (name) => {
+      const run = await fleet(['new', 'interceptor', name]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`collides with the workspace package @fleet/${name}`);
+      expect(existsSync(join(REPO_ROOT, 'services', name))).toBe(false);
+    },
+  );
 
   it('refuses a services directory outside a fleet workspace', async () => {
     const root = await mkdtemp(join(tmpdir(), 'fleet-scaffold-'));

@@ -1,66 +1,69 @@
 /**
  * `fleet audit query` and `fleet audit trace <traceId>`: the audit trail from the
- * audit-logger's API (`--audit`, else the URL `fleet up` wrote to `.fleet/fleet.json`,
- * else http://127.0.0.1:8083), with `AUDIT_READ_TOKEN` when set.
+ * audit-logger's API (`--audit`, else `FLEET_AUDIT_URL`, else the URL a running `fleet up`
+ * wrote to `<state dir>/fleet.json`, else http://127.0.0.1:8083), with `AUDIT_READ_TOKEN`
+ * when set.
  */
-import { resolve } from 'node:path';
-import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type Command, Option } from 'commander';
+import { type AuditRecordView, createAuditClient } from '../audit-client.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { readFleetState } from '../fleet/local-fleet.ts';
 import { formatTable } from '../table.ts';
 
-interface AuditRecordView {
-  id: string;
-  timestamp: string;
-  kind: string;
-  traceId?: string;
-  phase: string;
-  method: string;
-  target?: string;
-  decision: string;
-  status: string;
-  durationMs: number;
-  principal?: { type: string; id?: string };
-  interceptors: Array<{ name: string; outcome: string; durationMs: number; mode: string }>;
-  abortReasons: Array<{ interceptor: string; reason: string }>;
+/** The principal types of audit records (DESIGN.md §2 `context.principal.type`). */
+const PRINCIPAL_TYPES = ['user', 'service', 'anonymous'] as const;
+/** `30m`, `1h`, `7d`, ... or an ISO 8601 date / date-time; the audit API checks the rest. */
+const TIME_BOUND = /^(\d{1,9}(ms|s|m|h|d|w)|\d{4}-\d{2}-\d{2}(T\S+)?)$/i;
+
+/** The query flags and the audit API parameters they set. */
+const QUERY_FLAGS = [
+  ['trace', 'traceId'],
+  ['tool', 'tool'],
+  ['principal', 'principal'],
+  ['decision', 'decision'],
+  ['interceptor', 'interceptor'],
+  ['since', 'since'],
+  ['until', 'until'],
+  ['limit', 'limit'],
+] as const;
+
+type QueryOptions = Partial<Record<(typeof QUERY_FLAGS)[number][0], string>>;
+
+/** The PRINCIPAL cell: `type:id`, or `type (no id)` for one `--principal` cannot select. */
+export function formatPrincipal(principal: AuditRecordView['principal']): string {
+  if (!principal) return '-';
+  return principal.id ? `${principal.type}:${principal.id}` : `${principal.type} (no id)`;
 }
 
-function auditBase(context: CommandContext, options: { audit?: string; stateDir: string }): string {
-  if (options.audit) return options.audit.replace(/\/+$/, '');
-  const url = readFleetState(resolve(context.io.cwd, options.stateDir))?.urls['audit-logger'];
-  if (url) return url;
-  return context.io.env.FLEET_AUDIT_URL ?? 'http://127.0.0.1:8083';
-}
-
-async function get<T>(context: CommandContext, base: string, path: string): Promise<T> {
-  const token = context.io.env.AUDIT_READ_TOKEN;
-  let res: Response;
-  try {
-    res = await context.io.fetch(`${base}${path}`, {
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-      signal: AbortSignal.timeout(10_000),
-    });
-  } catch (error) {
-    throw new CliError(
-      'ORCHESTRATOR_UNREACHABLE',
-      `cannot reach the audit API at ${base}: is the fleet running? (fleet up) [${(error as Error).message}]`,
-    );
+/**
+ * The audit API's parameters for `options`, checked where it is cheap (exit 2 before any
+ * request). `--principal` takes an id, or `type:id` as the PRINCIPAL column shows it.
+ */
+export function recordQuery(options: QueryOptions): URLSearchParams {
+  const { limit, since, until } = options;
+  if (limit !== undefined && !/^[1-9]\d*$/.test(limit))
+    throw new CliError('USAGE', `--limit must be a positive integer, got "${limit}"`);
+  for (const [flag, value] of [
+    ['--since', since],
+    ['--until', until],
+  ] as const) {
+    if (value !== undefined && !TIME_BOUND.test(value.trim()))
+      throw new CliError(
+        'USAGE',
+        `${flag} must be a duration back from now (30m, 1h, 7d) or an ISO 8601 time (2025-01-31T12:00:00Z), got "${value}"`,
+      );
   }
-  const body = (await res.json().catch(() => ({}))) as T & { error?: string; issues?: unknown };
-  if (res.status === 401)
-    throw new CliError(
-      'ADMIN_UNAUTHORIZED',
-      'the audit API refused the token (set AUDIT_READ_TOKEN)',
-      { status: 401 },
-    );
-  if (!res.ok)
-    throw new CliError(
-      'ADMIN_API_ERROR',
-      `the audit API answered ${res.status}: ${body.error ?? 'error'}`,
-      { status: res.status, details: body.issues },
-    );
-  return body;
+  const query = new URLSearchParams();
+  for (const [flag, param] of QUERY_FLAGS) {
+    let value = options[flag];
+    if (value === undefined || value === '') continue;
+    if (flag === 'principal') {
+      const typed = /^(user|service|anonymous):(.+)$/.exec(value);
+      if (typed?.[2]) value = typed[2];
+    }
+    query.set(param, value);
+  }
+  return query;
 }
 
 function bar(ms: number, scale: number): string {
@@ -69,100 +72,98 @@ function bar(ms: number, scale: number): string {
 
 /** Add `audit query` and `audit trace` to `program`. */
 export function addAuditCommand(program: Command, context: CommandContext): Command {
+  const client = (command: Command) =>
+    createAuditClient({
+      baseUrl: context.auditUrl(command),
+      token: context.io.env.AUDIT_READ_TOKEN || undefined,
+      fetch: context.io.fetch,
+    });
   const audit = program.command('audit').description('query the audit trail');
   audit
     .command('query')
-    .description('search audit records')
+    .description('search audit records, newest first')
     .option('--trace <traceId>', 'records of one trace')
     .option('--tool <name>', 'tool, prompt or resource')
-    .option('--principal <id>', 'principal id')
-    .option('--decision <decision>', 'allowed | denied | error')
+    .option(
+      '--principal <id>',
+      'principal id, or type:id as the PRINCIPAL column shows it (records of a principal without an id, such as "anonymous (no id)", cannot be selected)',
+    )
+    .addOption(
+      new Option('--decision <decision>', 'the chain decision').choices([
+        'allowed',
+        'denied',
+        'error',
+      ]),
+    )
     .option('--interceptor <name>', 'records an interceptor took part in')
     .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '1h')
-    .option('--limit <n>', 'at most this many records', '50')
+    .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
+    .option('--limit <n>', 'at most this many records (1..500)', '50')
     .option('--audit <url>', 'audit-logger base URL')
-    .option('--state-dir <dir>', 'state directory of `fleet up`', '.fleet')
-    .action(
-      async (
-        options: Record<string, string | undefined> & { stateDir: string },
-        command: Command,
-      ) => {
-        const base = auditBase(context, options);
-        const query = new URLSearchParams();
-        for (const [flag, param] of [
-          ['trace', 'traceId'],
-          ['tool', 'tool'],
-          ['principal', 'principal'],
-          ['decision', 'decision'],
-          ['interceptor', 'interceptor'],
-          ['since', 'since'],
-          ['limit', 'limit'],
-        ] as const) {
-          const value = options[flag];
-          if (value !== undefined && value !== '') query.set(param, value);
+    .addOption(stateDirOption())
+    .action(async (options: QueryOptions, command: Command) => {
+      const answer = await client(command).records(recordQuery(options));
+      context.print(command, answer, () => {
+        if (answer.records.length === 0) {
+          const principal = options.principal;
+          const typeOnly = (PRINCIPAL_TYPES as readonly string[]).includes(principal ?? '')
+            ? `(--principal matches principal ids; "${principal}" is a principal type, which the audit API cannot select)\n`
+            : '';
+          return `no audit records match\n${typeOnly}`;
         }
-        const answer = await get<{ records: AuditRecordView[]; nextCursor?: string }>(
-          context,
-          base,
-          `/api/audit/records?${query}`,
-        );
-        context.print(command, answer, () => {
-          if (answer.records.length === 0) return 'no audit records match\n';
-          const rows = answer.records.map((r) => [
-            r.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
-            r.kind,
-            r.decision,
-            r.phase,
-            `${r.method}${r.target ? ` ${r.target}` : ''}`,
-            r.principal ? `${r.principal.type}${r.principal.id ? `:${r.principal.id}` : ''}` : '-',
-            r.interceptors.map((i) => `${i.name}:${i.outcome}`).join(' ') || '-',
-            r.traceId ?? '-',
-          ]);
-          const more = answer.nextCursor ? `(more: add --limit or narrow --since)\n` : '';
-          return `${formatTable(['TIME', 'KIND', 'DECISION', 'PHASE', 'CALL', 'PRINCIPAL', 'INTERCEPTORS', 'TRACE'], rows)}${more}`;
-        });
-      },
-    );
+        const rows = answer.records.map((r) => [
+          r.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+          r.kind,
+          r.decision,
+          r.phase,
+          `${r.method}${r.target ? ` ${r.target}` : ''}`,
+          formatPrincipal(r.principal),
+          r.interceptors.map((i) => `${i.name}:${i.outcome}`).join(' ') || '-',
+          r.traceId ?? '-',
+        ]);
+        const more = answer.nextCursor ? `(more: add --limit or narrow --since)\n` : '';
+        return `${formatTable(['TIME', 'KIND', 'DECISION', 'PHASE', 'CALL', 'PRINCIPAL', 'INTERCEPTORS', 'TRACE'], rows)}${more}`;
+      });
+    });
   audit
     .command('trace <traceId>')
-    .description('every record of one trace as a text waterfall')
+    .description('every record of one trace as a text waterfall (exit 1 when there is none)')
     .option('--audit <url>', 'audit-logger base URL')
-    .option('--state-dir <dir>', 'state directory of `fleet up`', '.fleet')
-    .action(
-      async (traceId: string, options: { audit?: string; stateDir: string }, command: Command) => {
-        if (!/^[0-9a-fA-F]{32}$/.test(traceId))
-          throw new CliError('USAGE', `"${traceId}" is not a trace id (32 hex digits)`);
-        const base = auditBase(context, options);
-        const answer = await get<{ traceId: string; records: AuditRecordView[] }>(
-          context,
-          base,
-          `/api/audit/traces/${traceId.toLowerCase()}`,
+    .addOption(stateDirOption())
+    .action(async (traceId: string, _options: unknown, command: Command) => {
+      if (!/^[0-9a-fA-F]{32}$/.test(traceId))
+        throw new CliError('USAGE', `"${traceId}" is not a trace id (32 hex digits)`);
+      const api = client(command);
+      const answer = await api.trace(traceId.toLowerCase());
+      // Records arrive asynchronously (queue, worker): none may also mean "not yet".
+      if (answer.records.length === 0)
+        throw new CliError(
+          'NO_RECORDS',
+          `no audit records for trace ${answer.traceId} at ${api.baseUrl} (none stored yet, or the trace did not pass this fleet)`,
         );
-        context.print(command, answer, () => {
-          if (answer.records.length === 0) return `no audit records for trace ${traceId}\n`;
-          const longest = Math.max(
-            1,
-            ...answer.records.flatMap((r) => [
-              r.durationMs,
-              ...r.interceptors.map((i) => i.durationMs),
-            ]),
+      context.print(command, answer, () => {
+        const longest = Math.max(
+          1,
+          ...answer.records.flatMap((r) => [
+            r.durationMs,
+            ...r.interceptors.map((i) => i.durationMs),
+          ]),
+        );
+        const scale = 40 / longest;
+        const lines = [`trace ${answer.traceId}  (${api.baseUrl}/?traceId=${answer.traceId})`];
+        for (const r of answer.records) {
+          lines.push(
+            `${r.timestamp}  ${r.kind.padEnd(10)} ${r.phase.padEnd(8)} ${r.method}${r.target ? ` ${r.target}` : ''}  ${r.decision} (${r.status}) ${r.durationMs.toFixed(1)} ms`,
           );
-          const scale = 40 / longest;
-          const lines = [`trace ${answer.traceId}  (${base}/?traceId=${answer.traceId})`];
-          for (const r of answer.records) {
+          for (const i of r.interceptors) {
             lines.push(
-              `${r.timestamp}  ${r.kind.padEnd(10)} ${r.phase.padEnd(8)} ${r.method}${r.target ? ` ${r.target}` : ''}  ${r.decision} (${r.status}) ${r.durationMs.toFixed(1)} ms`,
+              `    ${i.name.padEnd(20)} ${bar(i.durationMs, scale).padEnd(41)} ${i.durationMs.toFixed(1).padStart(7)} ms  ${i.outcome}${i.mode === 'audit' ? ' (audit)' : ''}`,
             );
-            for (const i of r.interceptors) {
-              lines.push(
-                `    ${i.name.padEnd(20)} ${bar(i.durationMs, scale).padEnd(41)} ${i.durationMs.toFixed(1).padStart(7)} ms  ${i.outcome}${i.mode === 'audit' ? ' (audit)' : ''}`,
-              );
-            }
-            for (const a of r.abortReasons) lines.push(`    ✗ ${a.interceptor}: ${a.reason}`);
           }
-          return `${lines.join('\n')}\n`;
-        });
-      },
-    );
+          for (const a of r.abortReasons) lines.push(`    ✗ ${a.interceptor}: ${a.reason}`);
+        }
+        return `${lines.join('\n')}\n`;
+      });
+    });
   return audit;
 }

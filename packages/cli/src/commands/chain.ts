@@ -1,6 +1,6 @@
 /** `fleet chain`: the interceptors an (event, phase) would run, in run order. */
 import { type Command, Option } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { formatTable } from '../table.ts';
 
 /** Add `chain` to `program`. */
@@ -14,6 +14,7 @@ export function addChainCommand(program: Command, context: CommandContext): Comm
         .choices(['request', 'response'])
         .default('request'),
     )
+    .addOption(stateDirOption())
     .action(async (options: { event: string; phase: string }, command: Command) => {
       const view = await context.admin(command).chain(options.event, options.phase);
       context.print(command, view, () => {

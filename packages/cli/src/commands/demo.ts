@@ -4,28 +4,17 @@
  * policy denial with its rule, a secret blocked, and the audit trail of those calls.
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type AuditClient, type AuditRecordView, createAuditClient } from '../audit-client.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { CUSTOMERS } from '../demo/backend.ts';
 import { CliError } from '../errors.ts';
-import { type LocalFleet, readFleetState, startLocalFleet } from '../fleet/local-fleet.ts';
+import { type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
 
 /** The SDK client prefixes error messages with "MCP error <code>: "; the demo shows the code itself. */
 const withoutSdkPrefix = (message: string) => message.replace(/^MCP error -?\d+: /, '');
-
-interface AuditRecord {
-  phase: string;
-  decision: string;
-  status: string;
-  kind: string;
-  target?: string;
-  durationMs: number;
-  interceptors: Array<{ name: string; outcome: string; durationMs: number; mode: string }>;
-  abortReasons: Array<{ interceptor: string; reason: string }>;
-}
 
 function textOf(result: unknown): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
@@ -37,16 +26,33 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
   return program
     .command('demo')
     .description('a guided tour: redaction, token restore, a policy denial and the audit trail')
-    .option('--audit <url>', 'audit-logger base URL (default: from .fleet/fleet.json)')
-    .option('--state-dir <dir>', 'state directory of `fleet up`', '.fleet')
-    .action(async (options: { audit?: string; stateDir: string }, command: Command) => {
+    .option(
+      '--audit <url>',
+      'audit-logger base URL (default: $FLEET_AUDIT_URL, else the running fleet of --state-dir)',
+    )
+    .addOption(stateDirOption())
+    .action(async (_options: unknown, command: Command) => {
       const { io } = context;
       const out = (text = '') => io.stdout(`${text}\n`);
+      // The orchestrator: --orchestrator, $FLEET_ORCHESTRATOR_URL, the fleet.json of a running
+      // `fleet up` in --state-dir, else the default port.
       const globals = context.globals(command);
-      const stateDir = resolve(io.cwd, options.stateDir);
       let fleet: LocalFleet | undefined;
       let mcpUrl = `${globals.orchestrator}/mcp`;
-      let auditUrl = options.audit;
+      const audit = (baseUrl: string) =>
+        createAuditClient({
+          baseUrl,
+          token: io.env.AUDIT_READ_TOKEN || undefined,
+          fetch: io.fetch,
+        });
+      // An audit API the user named (--audit, $FLEET_AUDIT_URL, fleet.json) must answer:
+      // checked before the tour, not after four steps of it.
+      const named = context.auditUrl(command, false);
+      if (named !== undefined) {
+        const problem = await audit(named).check();
+        if (problem) throw problem;
+      }
+      let auditApi: AuditClient | undefined;
       const running = await io
         .fetch(`${globals.orchestrator}/healthz`, { signal: AbortSignal.timeout(1500) })
         .then(
@@ -55,16 +61,21 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         );
       if (!running) {
         out(`No fleet answers at ${globals.orchestrator}; starting one for the demo...`);
+        // Refuses (naming the pid) when a live `fleet up` owns the state directory.
         fleet = await startLocalFleet({
           port: 0,
           env: io.env,
-          stateDir,
+          stateDir: context.stateDir(command),
           events: { ready: (s, u) => out(`  ✓ ${s} ${u}`) },
         });
         mcpUrl = fleet.mcpUrl;
-        auditUrl = fleet.urls['audit-logger'];
-      } else if (auditUrl === undefined) {
-        auditUrl = readFleetState(stateDir)?.urls['audit-logger'];
+        auditApi = audit(named ?? fleet.urls['audit-logger']);
+      } else if (named !== undefined) {
+        auditApi = audit(named);
+      } else {
+        // Only the default port: a fleet elsewhere (Helm, Docker) may have none there.
+        auditApi = audit(context.auditUrl(command));
+        if (await auditApi.check()) auditApi = undefined;
       }
       const client = new Client({ name: 'fleet-demo', version: '0.1.0' });
       const traces: Array<{ step: string; traceId: string }> = [];
@@ -133,18 +144,14 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         );
 
         out('\n5. The audit trail');
-        if (!auditUrl) out('   (audit-logger URL unknown: pass --audit <url>)');
+        if (!auditApi)
+          out(`   (no audit API answers at ${context.auditUrl(command)}: pass --audit <url>)`);
         else {
           for (const { step, traceId } of traces) {
-            let records: AuditRecord[] = [];
+            let records: AuditRecordView[] = [];
             const deadline = Date.now() + 8000;
             while (Date.now() < deadline) {
-              const res = await io.fetch(`${auditUrl}/api/audit/traces/${traceId}`, {
-                headers: io.env.AUDIT_READ_TOKEN
-                  ? { authorization: `Bearer ${io.env.AUDIT_READ_TOKEN}` }
-                  : {},
-              });
-              if (res.ok) records = ((await res.json()) as { records: AuditRecord[] }).records;
+              records = (await auditApi.trace(traceId)).records;
               if (
                 records.some(
                   (r) => r.kind === 'chain' && (r.phase === 'response' || r.decision !== 'allowed'),
@@ -163,7 +170,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
                 `     ${r.phase.padEnd(8)} ${r.decision.padEnd(7)} ${parts || 'no interceptors'}${why}`,
               );
             }
-            out(`     ${auditUrl}/?traceId=${traceId}`);
+            out(`     ${auditApi.baseUrl}/?traceId=${traceId}`);
           }
         }
         out('');

@@ -14,3 +14,11 @@ export function formatPriority(hint: AdminInterceptorInfo['priorityHint']): stri
   const response = hint.response ?? 0;
   return request === response ? String(request) : `req ${request} / res ${response}`;
 }
+
+/** One interceptor's overrides as `key=value` words: `failOpen=true timeoutMs=250`. */
+export function formatOverrides(overrides: unknown): string {
+  if (typeof overrides !== 'object' || overrides === null) return '';
+  return Object.entries(overrides as Record<string, unknown>)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ');
+}

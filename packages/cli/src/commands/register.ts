@@ -1,20 +1,46 @@
-/** `fleet register <url>`: add an interceptor service through the admin API. */
+/** `fleet register <url>`: add (or replace) an interceptor service through the admin API. */
 import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
-import { CliError } from '../errors.ts';
+import type { AdminInterceptorInfo } from '../admin-client.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
+import { parseHttpUrl } from '../http-url.ts';
 import { buildOverrides, type OverrideAssignment, parseOverrideAssignment } from '../overrides.ts';
 import { formatTable } from '../table.ts';
-import { formatHooks, formatPriority } from './format.ts';
+import { formatHooks, formatOverrides, formatPriority } from './format.ts';
 
 function collectOverride(text: string, previous: OverrideAssignment[]): OverrideAssignment[] {
   return [...previous, parseOverrideAssignment(text)];
+}
+
+/**
+ * One table row: the interceptor as it runs with `overrides` applied (an overridden cell ends
+ * in `*`), since a registration's overrides win over what the service declares.
+ */
+function effectiveRow(info: AdminInterceptorInfo, overrides: Record<string, unknown>): string[] {
+  const mark = (key: string, shown: string) => (key in overrides ? `${shown}*` : shown);
+  return [
+    info.name,
+    info.type,
+    mark('mode', String(overrides.mode ?? info.mode ?? 'active')),
+    mark(
+      'priorityHint',
+      formatPriority(
+        (overrides.priorityHint as AdminInterceptorInfo['priorityHint']) ?? info.priorityHint,
+      ),
+    ),
+    mark(
+      'hooks',
+      formatHooks((overrides.hooks as AdminInterceptorInfo['hooks'] | undefined) ?? info.hooks),
+    ),
+  ];
 }
 
 /** Add `register` to `program`. */
 export function addRegisterCommand(program: Command, context: CommandContext): Command {
   return program
     .command('register')
-    .description('register an interceptor service with the orchestrator')
+    .description(
+      'register an interceptor service with the orchestrator (again: replace its token and overrides)',
+    )
     .argument('<url>', "the service's MCP endpoint, e.g. http://127.0.0.1:8090/mcp")
     .option(
       '--token <token>',
@@ -26,18 +52,14 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
       collectOverride,
       [] as OverrideAssignment[],
     )
+    .addOption(stateDirOption())
     .action(
       async (
         url: string,
         options: { token?: string; override: OverrideAssignment[] },
         command: Command,
       ) => {
-        if (!/^https?:\/\/[^/]/.test(url)) {
-          throw new CliError(
-            'USAGE',
-            `"${url}" is not an http(s) URL (e.g. http://127.0.0.1:8090/mcp)`,
-          );
-        }
+        parseHttpUrl(url, 'the service URL', 'http://127.0.0.1:8090/mcp');
         const overrides =
           options.override.length > 0 ? buildOverrides(options.override) : undefined;
         const { created, service } = await context.admin(command).register({
@@ -46,21 +68,34 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
           ...(overrides ? { overrides } : {}),
         });
         context.print(command, service, () => {
-          const heading = `${created ? 'registered' : 'already registered'} ${service.id} (${service.url})\n`;
+          const fromConfig = !created && service.source === 'config';
+          const named = `${service.id} (${service.url})`;
+          const sent = overrides ?? {};
+          const overridden = Object.entries(sent)
+            .map(([name, values]) => `${name}: ${formatOverrides(values)}`)
+            .join('; ');
+          const heading = created
+            ? `registered ${named}\n`
+            : fromConfig
+              ? `${named} comes from the orchestrator's config file: the config entry was left unchanged (--token and --override are not applied; edit the config instead)\n`
+              : `updated ${named}: its registration was replaced (token ${options.token ? 'set' : 'none'}, overrides ${overridden || 'none'})\n`;
+          const applied = fromConfig ? {} : sent;
           const table = formatTable(
             ['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS'],
-            service.interceptors.map((i) => [
-              i.name,
-              i.type,
-              i.mode ?? 'active',
-              formatPriority(i.priorityHint),
-              formatHooks(i.hooks),
-            ]),
+            service.interceptors.map((i) => effectiveRow(i, applied[i.name] ?? {})),
           );
+          const notes = [
+            ...(Object.keys(applied).length > 0 ? ['* set by --override'] : []),
+            ...(fromConfig
+              ? [
+                  "as the service declares them; the config's overrides apply on top (fleet chain shows what runs)",
+                ]
+              : []),
+          ].map((line) => `${line}\n`);
           const hook = service.interceptors[0]?.hooks[0];
           const event = hook?.events.find((e) => !e.includes('*')) ?? 'tools/call';
           const hint = `fleet chain --event ${event} --phase ${hook?.phase ?? 'request'}`;
-          return `${heading}${table}see where it runs: ${hint}\n`;
+          return `${heading}${table}${notes.join('')}see where it runs: ${hint}\n`;
         });
       },
     );

@@ -1,13 +1,15 @@
 /** `fleet services`: the interceptor services the orchestrator knows. */
 import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { formatTable } from '../table.ts';
+import { formatOverrides } from './format.ts';
 
 /** Add `services` to `program`. */
 export function addServicesCommand(program: Command, context: CommandContext): Command {
   return program
     .command('services')
     .description('list the registered interceptor services')
+    .addOption(stateDirOption())
     .action(async (_options: unknown, command: Command) => {
       const answer = await context.admin(command).services();
       context.print(command, answer, () => {
@@ -21,7 +23,13 @@ export function addServicesCommand(program: Command, context: CommandContext): C
             s.id,
             s.source,
             s.status,
-            s.interceptors.map((i) => `${i.name} (${i.type})`).join(', ') || '-',
+            s.interceptors
+              .map((i) => {
+                // Registry overrides (mode, failOpen, ...) win over what the service declares.
+                const overrides = formatOverrides(s.overrides?.[i.name]);
+                return `${i.name} (${i.type}${overrides ? `; ${overrides}` : ''})`;
+              })
+              .join(', ') || '-',
             s.url,
           ]),
         );

@@ -6,17 +6,25 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
 
-/** The endpoint summary `fleet up` prints once the fleet is ready. */
-export function describeFleet(fleet: {
-  mcpUrl: string;
-  adminUrl: string;
-  viewerUrl: string;
-  stateDir: string;
-}): string {
+/**
+ * The endpoint summary `fleet up` prints once the fleet is ready. `stateDirOption` is the
+ * `--state-dir` as given when it is not the default: the hints must name it, since the other
+ * commands find this fleet (whatever its ports) through that directory's fleet.json.
+ */
+export function describeFleet(
+  fleet: { mcpUrl: string; adminUrl: string; viewerUrl: string; stateDir: string },
+  stateDirOption?: string,
+): string {
+  const state =
+    stateDirOption === undefined
+      ? ''
+      : ` --state-dir ${/[\s"'$]/.test(stateDirOption) ? JSON.stringify(stateDirOption) : stateDirOption}`;
+  const hint = (command: string, comment: string) =>
+    `  ${`${command}${state}`.padEnd(40)}  # ${comment}`;
   return [
     '',
     'The fleet is up.',
@@ -26,10 +34,10 @@ export function describeFleet(fleet: {
     `  Admin API                                ${fleet.adminUrl}`,
     '',
     'Try it:',
-    `  fleet demo                                # a guided tour against this fleet`,
+    hint('fleet demo', 'a guided tour against this fleet'),
     `  npx @modelcontextprotocol/inspector --cli ${fleet.mcpUrl} --method tools/list`,
-    `  fleet chain --event tools/call            # what runs on a tool call`,
-    `  fleet audit query --since 10m             # what happened`,
+    hint('fleet chain --event tools/call', 'what runs on a tool call'),
+    hint('fleet audit query --since 10m', 'what happened'),
     '',
     `Logs: ${fleet.stateDir}/logs/<service>.log   Stop: Ctrl-C`,
     '',
@@ -43,12 +51,16 @@ export function addUpCommand(program: Command, context: CommandContext): Command
     .description('run the whole fleet locally (orchestrator, interceptors, audit, demo backend)')
     .option('--config <file>', 'orchestrator config to use instead of the generated one')
     .option('--port <port>', 'orchestrator port', '8080')
-    .option('--state-dir <dir>', 'where logs, the generated config and PGlite data go', '.fleet')
+    .addOption(
+      stateDirOption(
+        'where fleet.json (read by the other commands), logs, the generated config and PGlite data go',
+      ),
+    )
     .action(
       async (options: { config?: string; port: string; stateDir: string }, command: Command) => {
         const { io } = context;
-        const port = Number(options.port);
-        if (!Number.isInteger(port) || port < 0 || port > 65535)
+        const port = /^\d{1,5}$/.test(options.port.trim()) ? Number(options.port) : Number.NaN;
+        if (!(port >= 0 && port <= 65535))
           throw new CliError('USAGE', `--port must be 0..65535, got "${options.port}"`);
         const json = context.globals(command).json;
         const say = (text: string) => {
@@ -79,7 +91,15 @@ export function addUpCommand(program: Command, context: CommandContext): Command
           io.stdout(
             `${JSON.stringify({ mcpUrl: fleet.mcpUrl, adminUrl: fleet.adminUrl, viewerUrl: fleet.viewerUrl, urls: fleet.urls })}\n`,
           );
-        else io.stdout(describeFleet(fleet));
+        else
+          io.stdout(
+            describeFleet(
+              fleet,
+              resolve(io.cwd, options.stateDir) === resolve(io.cwd, DEFAULT_STATE_DIR)
+                ? undefined
+                : options.stateDir,
+            ),
+          );
         const signal = interrupted ? await interrupted : 'no interrupt handler';
         say(`\n${signal}: stopping the fleet...\n`);
         await fleet.stop();

@@ -8,10 +8,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { processAlive } from '@fleet/audit/lock';
 import { CliError } from '../errors.ts';
 
 /** The repository this CLI belongs to (works from src/ and from dist/). */
@@ -122,6 +123,8 @@ export interface FleetState {
   urls: Partial<Record<FleetService, string>>;
   /** The token the interceptor services require. */
   fleetToken?: string;
+  /** The admin token the orchestrator requires (`FLEET_ADMIN_TOKEN` of `fleet up`), when set. */
+  adminToken?: string;
   /** The pid of the `fleet up` that wrote it. */
   pid?: number;
 }
@@ -136,11 +139,56 @@ export function readFleetState(stateDir: string): FleetState | undefined {
     return {
       urls: typeof parsed.urls === 'object' && parsed.urls !== null ? parsed.urls : {},
       ...(typeof parsed.fleetToken === 'string' ? { fleetToken: parsed.fleetToken } : {}),
+      ...(typeof parsed.adminToken === 'string' ? { adminToken: parsed.adminToken } : {}),
       ...(typeof parsed.pid === 'number' ? { pid: parsed.pid } : {}),
     };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The state of the fleet running from `stateDir`: {@link readFleetState} when the `fleet up`
+ * that wrote it is still alive (or the file names no pid), else undefined.
+ */
+export function liveFleetState(stateDir: string): FleetState | undefined {
+  const state = readFleetState(stateDir);
+  if (state?.pid !== undefined && !processAlive(state.pid)) return undefined;
+  return state;
+}
+
+/**
+ * Refuse to start a second fleet in `stateDir` while another process's fleet runs from it:
+ * its `fleet.json` (which `fleet stdio`, `fleet audit` and the admin commands read) would be
+ * overwritten, and its audit store is locked by its audit-logger.
+ * @throws {CliError} `FLEET_RUNNING` naming the state directory and the pid.
+ */
+export function assertNoLiveFleet(stateDir: string): void {
+  const state = readFleetState(stateDir);
+  if (state?.pid === undefined || state.pid === process.pid || !processAlive(state.pid)) return;
+  const orchestrator = state.urls.orchestrator;
+  throw new CliError(
+    'FLEET_RUNNING',
+    `a fleet is already running from ${stateDir} (fleet up, pid ${state.pid}${orchestrator ? `, orchestrator ${orchestrator}` : ''}): use it, stop it, or pass another --state-dir`,
+    { details: { stateDir, pid: state.pid } },
+  );
+}
+
+/** Resolve with why nothing can listen on 127.0.0.1:`port`, or undefined when it is free. */
+export function checkPortFree(port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      resolve(
+        error.code === 'EADDRINUSE'
+          ? `port ${port} is in use (something listens on 127.0.0.1:${port}): pass another --port, or --port 0 for a free one`
+          : `cannot listen on 127.0.0.1:${port} (${error.code ?? error.message})`,
+      ),
+    );
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () =>
+      server.close(() => resolve(undefined)),
+    );
+  });
 }
 
 /** Ask Redis for PONG at `url`; resolve with an error message, or undefined when it answers. */
@@ -224,6 +272,14 @@ function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined)
 export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
   const { env, stateDir, events = {}, readyTimeoutMs = 90_000, signal } = options;
   const restart = options.restart ?? true;
+  assertNoLiveFleet(stateDir);
+  if (options.configPath !== undefined && !existsSync(options.configPath))
+    throw new CliError('FLEET_UNAVAILABLE', `the config ${options.configPath} does not exist`);
+  const port = options.port ?? 8080;
+  if (port !== 0) {
+    const portProblem = await checkPortFree(port);
+    if (portProblem) throw new CliError('FLEET_UNAVAILABLE', portProblem);
+  }
   const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
   const redisProblem = await checkRedis(redisUrl);
   if (redisProblem) {
@@ -242,6 +298,19 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   }
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const fleetToken = randomBytes(24).toString('base64url');
+  const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
+  const writeState = (urls: FleetState['urls']) =>
+    writeFileSync(
+      join(stateDir, 'fleet.json'),
+      // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
+      // client) reach this fleet's interceptor services, the admin token lets the admin
+      // commands in; owner-only file.
+      `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), pid: process.pid }, null, 2)}\n`,
+      { mode: 0o600 },
+    );
+  // Claim the state directory at once: a second `fleet up` on it refuses from now on, not
+  // only once this fleet is ready.
+  writeState({});
   const runId = randomBytes(4).toString('hex');
   const children = new Map<FleetService, Child>();
   let stopping = false;
@@ -401,7 +470,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
     const orchestrator = await spawnService(
       'orchestrator',
       { FLEET_CONFIG: configPath, AUDIT_JOURNAL: join(stateDir, 'orchestrator-journal.ndjson') },
-      options.port ?? 8080,
+      port,
     );
     const urls = {
       'demo-backend': demoBackend,
@@ -411,13 +480,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       'audit-worker': worker,
       orchestrator,
     };
-    writeFileSync(
-      join(stateDir, 'fleet.json'),
-      // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
-      // client) reach this fleet's interceptor services; owner-only file.
-      `${JSON.stringify({ urls, fleetToken, pid: process.pid }, null, 2)}\n`,
-      { mode: 0o600 },
-    );
+    writeState(urls);
     return {
       urls,
       mcpUrl: `${orchestrator}/mcp`,

@@ -1,0 +1,120 @@
+/**
+ * A small client for the audit-logger's query API (DESIGN.md §3): records, one trace. Every
+ * failure becomes a {@link CliError}: `AUDIT_UNREACHABLE`, `INVALID_QUERY` (the API's 400,
+ * exit 2) or `AUDIT_API_ERROR`.
+ */
+import { causeCode } from './admin-client.ts';
+import { CliError, readApiProblem } from './errors.ts';
+
+/** One audit record, as far as the CLI shows it. */
+export interface AuditRecordView {
+  id: string;
+  timestamp: string;
+  kind: string;
+  traceId?: string;
+  phase: string;
+  method: string;
+  target?: string;
+  decision: string;
+  status: string;
+  durationMs: number;
+  principal?: { type: string; id?: string };
+  interceptors: Array<{ name: string; outcome: string; durationMs: number; mode: string }>;
+  abortReasons: Array<{ interceptor: string; reason: string }>;
+}
+
+/** Options for {@link createAuditClient}. */
+export interface AuditClientOptions {
+  /** The audit-logger's base URL, e.g. `http://127.0.0.1:8083`. */
+  baseUrl: string;
+  /** `AUDIT_READ_TOKEN`, sent as a bearer token when set. */
+  token?: string | undefined;
+  fetch: typeof fetch;
+  /** Budget for one request. Default 10 000 ms. */
+  timeoutMs?: number;
+}
+
+/** The audit API, one method per endpoint the CLI uses. */
+export interface AuditClient {
+  readonly baseUrl: string;
+  /** `GET /api/audit/config` (needs no token): resolves with what is wrong, or undefined. */
+  check(): Promise<CliError | undefined>;
+  /** `GET /api/audit/records?...`. */
+  records(query: URLSearchParams): Promise<{ records: AuditRecordView[]; nextCursor?: string }>;
+  /** `GET /api/audit/traces/{traceId}`. */
+  trace(traceId: string): Promise<{ traceId: string; records: AuditRecordView[] }>;
+}
+
+/** Create a client for the audit API at `baseUrl`. */
+export function createAuditClient(options: AuditClientOptions): AuditClient {
+  const { baseUrl, token, fetch: doFetch, timeoutMs = 10_000 } = options;
+
+  const get = async <T>(path: string): Promise<T> => {
+    let res: Response;
+    try {
+      res = await doFetch(`${baseUrl}${path}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      const name = (error as { name?: unknown }).name;
+      const timedOut = name === 'TimeoutError' || name === 'AbortError';
+      const code = causeCode(error);
+      throw new CliError(
+        'AUDIT_UNREACHABLE',
+        timedOut
+          ? `the audit API at ${baseUrl} did not answer within ${timeoutMs} ms`
+          : `cannot reach the audit API at ${baseUrl}: is the fleet running? (fleet up, or pass --audit)`,
+        { cause: error, ...(code === undefined ? {} : { details: { reason: code } }) },
+      );
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new CliError(
+        'AUDIT_API_ERROR',
+        `${baseUrl}${path} answered ${res.status} with a body that is not JSON: is ${baseUrl} the audit-logger?`,
+        { status: res.status },
+      );
+    }
+    if (res.ok) return body as T;
+    const problem = readApiProblem(body);
+    if (res.status === 401)
+      throw new CliError(
+        'AUDIT_API_ERROR',
+        token
+          ? 'the audit API refused the token (AUDIT_READ_TOKEN)'
+          : 'the audit API needs a token (set AUDIT_READ_TOKEN)',
+        { status: 401 },
+      );
+    if (res.status === 400 && problem.code === 'INVALID_QUERY')
+      throw new CliError(
+        'INVALID_QUERY',
+        Array.isArray(problem.details) && problem.details.length > 0
+          ? 'the audit API refused the query'
+          : `the audit API refused the query: ${problem.message ?? 'invalid'}`,
+        { status: 400, details: problem.details },
+      );
+    throw new CliError(
+      'AUDIT_API_ERROR',
+      `the audit API answered ${res.status}: ${problem.message ?? (res.statusText || 'error')}`,
+      { status: res.status, details: problem.details },
+    );
+  };
+
+  return {
+    baseUrl,
+    check: () =>
+      get('/api/audit/config').then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof CliError) return error;
+          throw error;
+        },
+      ),
+    records: (query) => get(`/api/audit/records?${query.toString()}`),
+    trace: (traceId) => get(`/api/audit/traces/${encodeURIComponent(traceId)}`),
+  };
+}
