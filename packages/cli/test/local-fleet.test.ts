@@ -1,12 +1,35 @@
 /** The local fleet's start-up checks (the full start is covered by test/e2e). */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
+import { describeFleet } from '../src/commands/up.ts';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
-import { fleet } from './helpers.ts';
+import { defer, fleet } from './helpers.ts';
+
+/** A live process standing in for a running `fleet up`; killed after the test. */
+function liveProcess(): number {
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 120000)'], {
+    stdio: 'ignore',
+  });
+  defer(async () => {
+    child.kill('SIGKILL');
+  });
+  return child.pid as number;
+}
+
+/** A state directory whose fleet.json belongs to a live `fleet up` (pid), with `urls`. */
+function liveStateDir(urls: Record<string, string>): { dir: string; pid: number; json: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+  const pid = liveProcess();
+  const json = JSON.stringify({ urls, fleetToken: 't', pid });
+  writeFileSync(join(dir, 'fleet.json'), json);
+  return { dir, pid, json };
+}
 
 describe('local fleet start-up checks', () => {
   it('finds the Redis the project needs', async () => {
@@ -40,15 +63,87 @@ describe('local fleet start-up checks', () => {
     expect(stderr).toContain('Redis is not reachable');
   });
 
-  it('rejects a bad --port', async () => {
-    const code = await runProgram(['up', '--port', 'eighty'], {
-      stdout: () => undefined,
-      stderr: () => undefined,
-      env: {},
-      cwd: process.cwd(),
-      fetch,
-    });
-    expect(code).toBe(2);
+  it.each(['eighty', '', ' ', '-1', '65536', '8080.5'])(
+    'rejects --port %j (exit 2)',
+    async (port) => {
+      const run = await fleet(['up', '--port', port]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('--port must be 0..65535');
+    },
+  );
+
+  it('names a --config that does not exist before starting anything (exit 1)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const run = await fleet(['up', '--config', 'nope.yaml', '--state-dir', dir], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(`error: the config ${join(dir, 'nope.yaml')} does not exist\n`);
+  });
+
+  it('names a port in use before starting anything (exit 1)', async () => {
+    const server = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    defer(() => new Promise((resolve) => server.close(resolve)));
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const run = await fleet(['up', '--port', String(port), '--state-dir', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`port ${port} is in use`);
+  });
+});
+
+describe('a second fleet on the state directory of a running one', () => {
+  it('fleet up refuses, naming the state directory and pid, and leaves fleet.json alone', async () => {
+    const { dir, pid, json } = liveStateDir({ orchestrator: 'http://127.0.0.1:1' });
+    const run = await fleet(['up', '--port', '0', '--state-dir', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `error: a fleet is already running from ${dir} (fleet up, pid ${pid}, orchestrator http://127.0.0.1:1): use it, stop it, or pass another --state-dir\n  stateDir: ${dir}\n  pid: ${pid}\n`,
+    );
+    expect(readFileSync(join(dir, 'fleet.json'), 'utf8')).toBe(json);
+  });
+
+  it('fleet demo uses the fleet of fleet.json, and does not start one over it', async () => {
+    const orchestrator = `http://127.0.0.1:${await freePort()}`;
+    const { dir, pid, json } = liveStateDir({ orchestrator });
+    const run = await fleet(['demo', '--state-dir', dir]);
+    expect(run.stdout).toContain(`No fleet answers at ${orchestrator}`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`a fleet is already running from ${dir} (fleet up, pid ${pid}`);
+    expect(readFileSync(join(dir, 'fleet.json'), 'utf8')).toBe(json);
+  });
+});
+
+describe('fleet demo', () => {
+  it('says when the audit API it was given cannot be reached, before the tour (exit 1)', async () => {
+    const audit = `http://127.0.0.1:${await freePort()}`;
+    const run = await fleet(['demo', '--audit', audit, '--orchestrator', 'http://127.0.0.1:1']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n')[0]).toBe(
+      `error: cannot reach the audit API at ${audit}: is the fleet running? (fleet up, or pass --audit)`,
+    );
+  });
+});
+
+describe('the endpoints fleet up prints', () => {
+  const fleetUrls = {
+    mcpUrl: 'http://127.0.0.1:4000/mcp',
+    adminUrl: 'http://127.0.0.1:4000/admin',
+    viewerUrl: 'http://127.0.0.1:4001/',
+    stateDir: '/tmp/s',
+  };
+
+  it('name the state directory in the hints when it is not the default', () => {
+    const text = describeFleet(fleetUrls, '/tmp/my fleet');
+    expect(text).toContain('fleet demo --state-dir "/tmp/my fleet"');
+    expect(text).toContain('fleet chain --event tools/call --state-dir "/tmp/my fleet"');
+    expect(text).toContain('fleet audit query --since 10m --state-dir "/tmp/my fleet"');
+  });
+
+  it('leave it out for the default, which the commands read anyway', () => {
+    const text = describeFleet(fleetUrls);
+    expect(text).not.toContain('--state-dir');
+    expect(text).toMatch(/ {2}fleet demo +# a guided tour against this fleet/);
   });
 });
 
