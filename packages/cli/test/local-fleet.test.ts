@@ -95,9 +95,10 @@ describe('a second fleet on the state directory of a running one', () => {
   it('fleet up refuses, naming the state directory and pid, and leaves fleet.json alone', async () => {
     const { dir, pid, json } = liveStateDir({ orchestrator: 'http://127.0.0.1:1' });
     const run = await fleet(['up', '--port', '0', '--state-dir', dir]);
+    expect(run.stdout).toBe('');
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
-      `error: a fleet is already running from ${dir} (fleet up, pid ${pid}, orchestrator http://127.0.0.1:1): use it, stop it, or pass another --state-dir\n  stateDir: ${dir}\n  pid: ${pid}\n`,
+      `error: a fleet is already running from ${dir} (fleet up, pid ${pid}, orchestrator http://127.0.0.1:1): use it, stop it, or pass another --state-dir\n`,
     );
     expect(readFileSync(join(dir, 'fleet.json'), 'utf8')).toBe(json);
   });

@@ -8,21 +8,21 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
+import { assertNoLiveFleet, type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
 
 /**
- * The endpoint summary `fleet up` prints once the fleet is ready. `stateDirOption` is the
+ * The endpoint summary `fleet up` prints once the fleet is ready. `stateDirArg` is the
  * `--state-dir` as given when it is not the default: the hints must name it, since the other
  * commands find this fleet (whatever its ports) through that directory's fleet.json.
  */
 export function describeFleet(
   fleet: { mcpUrl: string; adminUrl: string; viewerUrl: string; stateDir: string },
-  stateDirOption?: string,
+  stateDirArg?: string,
 ): string {
   const state =
-    stateDirOption === undefined
+    stateDirArg === undefined
       ? ''
-      : ` --state-dir ${/[\s"'$]/.test(stateDirOption) ? JSON.stringify(stateDirOption) : stateDirOption}`;
+      : ` --state-dir ${/[\s"'$]/.test(stateDirArg) ? JSON.stringify(stateDirArg) : stateDirArg}`;
   const hint = (command: string, comment: string) =>
     `  ${`${command}${state}`.padEnd(40)}  # ${comment}`;
   return [
@@ -66,6 +66,9 @@ export function addUpCommand(program: Command, context: CommandContext): Command
         const say = (text: string) => {
           if (!json) io.stdout(text);
         };
+        const stateDir = resolve(io.cwd, options.stateDir);
+        // Before the first line of progress (startLocalFleet checks again).
+        assertNoLiveFleet(stateDir);
         say('Starting the fleet...\n');
         // Listen from now on: Ctrl-C while the fleet starts stops what has started.
         const interrupted = io.untilInterrupted?.();
@@ -75,7 +78,7 @@ export function addUpCommand(program: Command, context: CommandContext): Command
           port,
           signal: startup.signal,
           env: io.env,
-          stateDir: resolve(io.cwd, options.stateDir),
+          stateDir,
           ...(options.config ? { configPath: resolve(io.cwd, options.config) } : {}),
           events: {
             starting: (service: FleetService) => say(`  … ${service}\n`),

@@ -170,7 +170,6 @@ export function assertNoLiveFleet(stateDir: string): void {
   throw new CliError(
     'FLEET_RUNNING',
     `a fleet is already running from ${stateDir} (fleet up, pid ${state.pid}${orchestrator ? `, orchestrator ${orchestrator}` : ''}): use it, stop it, or pass another --state-dir`,
-    { details: { stateDir, pid: state.pid } },
   );
 }
 
