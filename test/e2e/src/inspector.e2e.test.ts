@@ -107,10 +107,9 @@ describe('the fleet through the MCP Inspector CLI', { timeout: 60_000 }, () => {
   });
 
   it('fails a policy denial with the rule id, and cannot even call a tool hidden from the guest', async () => {
-    // A call the guest may see but not make: denied by the policy-validator (JSON-RPC 403),
-    // and the Inspector exits non-zero with the gateway's reason, naming the rule. It reads
-    // an error code in the HTTP range as an HTTP status, so a 403 denial is its
-    // "auth_required" (exit 3): the caller is not authorized for this call.
+    // A call the guest may see but not make: denied by the policy-validator (JSON-RPC
+    // -32602 with validationErrors, DESIGN.md §2), and the Inspector exits non-zero (1, a
+    // JSON-RPC error) with the gateway's reason, naming the rule.
     const denied = await inspector(e2e.fleet.mcpUrl, [
       '--method',
       'tools/call',
@@ -120,9 +119,9 @@ describe('the fleet through the MCP Inspector CLI', { timeout: 60_000 }, () => {
       JSON.stringify({ amount: 20_000, to: 'DE89370400440532013000' }),
       ...bearer(BOB_TOKEN),
     ]);
-    expect(denied.code).toBe(3);
+    expect(denied.code).toBe(1);
     expect(denied.stdout).toBe('');
-    expect(errorOf(denied)).toMatchObject({ code: 'auth_required', status: 403 });
+    expect(errorOf(denied)).toMatchObject({ code: 'error' });
     expect(errorOf(denied).message).toMatch(
       /Blocked by interceptor "policy-validator": denied by rule "big-transfers"/,
     );
