@@ -34,6 +34,10 @@ export interface RegisteredService {
   interceptors: AdminInterceptorInfo[];
   status?: string;
   source?: string;
+  /** The overrides in force (orchestrators since session 9 answer with them). */
+  overrides?: Record<string, Record<string, unknown>>;
+  /** Whether a token is stored (never the token). */
+  hasToken?: boolean;
 }
 
 /** One entry of `GET /admin/services`. */

@@ -74,6 +74,9 @@ export function createAdminRouter({
         interceptors: service.interceptors,
         status: service.status,
         source: service.source,
+        // What is in force: for a config-file service these are the file's, not the body's.
+        overrides: service.overrides,
+        hasToken: service.hasToken,
       });
     } catch (error) {
       fail(res, error);

@@ -34,6 +34,8 @@ export interface ServiceView {
   status: 'healthy' | 'unhealthy' | 'pending';
   interceptors: InterceptorInfo[];
   overrides: ServiceOverrides;
+  /** Whether a bearer token is stored for the service (never the token itself). */
+  hasToken: boolean;
   lastError?: string;
   registeredAt?: string;
   refreshedAt?: string;
@@ -512,6 +514,8 @@ export class Registry {
       status: entry.status,
       interceptors: entry.interceptors,
       overrides: entry.overrides,
+      // Whether a token is stored, never the token.
+      hasToken: entry.token !== undefined,
     };
     if (entry.lastError) view.lastError = entry.lastError;
     if (entry.registeredAt) view.registeredAt = entry.registeredAt;

@@ -69,10 +69,26 @@ describe('admin API', () => {
 
     const again = await admin(one.base, '/services', {
       method: 'POST',
-      body: JSON.stringify({ url: service.url }),
+      body: JSON.stringify({
+        url: service.url,
+        token: 'service-token-1',
+        overrides: { shout: { failOpen: true } },
+      }),
     });
     expect(again.status).toBe(200);
-    expect(((await again.json()) as { id: string }).id).toBe(body.id);
+    // A registration of the same URL updates it; the answer shows what is in force (whether a
+    // token is stored, never the token).
+    const updated = await again.text();
+    expect(JSON.parse(updated)).toMatchObject({
+      id: body.id,
+      overrides: { shout: { failOpen: true } },
+      hasToken: true,
+    });
+    expect(updated).not.toContain('service-token-1');
+    await admin(one.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url }),
+    });
 
     expect(textOf(await c1.callTool({ name: 'echo', arguments: { text: 'quiet' } }))).toBe(
       '[fx] QUIET',

@@ -70,7 +70,9 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
         context.print(command, service, () => {
           const fromConfig = !created && service.source === 'config';
           const named = `${service.id} (${service.url})`;
-          const sent = overrides ?? {};
+          // What the orchestrator says is in force when it answers with it, else what was sent.
+          const sent = service.overrides ?? overrides ?? {};
+          const tokenSet = service.hasToken ?? Boolean(options.token);
           const overridden = Object.entries(sent)
             .map(([name, values]) => `${name}: ${formatOverrides(values)}`)
             .join('; ');
@@ -78,7 +80,7 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
             ? `registered ${named}\n`
             : fromConfig
               ? `${named} comes from the orchestrator's config file: the config entry was left unchanged (--token and --override are not applied; edit the config instead)\n`
-              : `updated ${named}: its registration was replaced (token ${options.token ? 'set' : 'none'}, overrides ${overridden || 'none'})\n`;
+              : `updated ${named}: its registration was replaced (token ${tokenSet ? 'set' : 'none'}, overrides ${overridden || 'none'})\n`;
           const applied = fromConfig ? {} : sent;
           const table = formatTable(
             ['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS'],
