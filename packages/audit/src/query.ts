@@ -21,7 +21,7 @@ export interface AuditRecordFilters {
   tool?: string;
   /** Governed event, e.g. `tools/call`. */
   event?: string;
-  /** Principal id. */
+  /** Principal id; for a principal without one, its type (`anonymous`). */
   principal?: string;
   decision?: AuditDecision;
   /** Name of an interceptor that took part. */

@@ -213,7 +213,13 @@ function whereClause(
   if (filters.traceId !== undefined) add((p) => `trace_id = ${p}`, filters.traceId);
   if (filters.tool !== undefined) add((p) => `target = ${p}`, filters.tool);
   if (filters.event !== undefined) add((p) => `event = ${p}`, filters.event);
-  if (filters.principal !== undefined) add((p) => `principal_id = ${p}`, filters.principal);
+  // A principal without an id (anonymous callers, type-only service principals) is found
+  // by its type: `principal=anonymous`.
+  if (filters.principal !== undefined)
+    add(
+      (p) => `(principal_id = ${p} OR (principal_id IS NULL AND principal_type = ${p}))`,
+      filters.principal,
+    );
   if (filters.decision !== undefined) add((p) => `decision = ${p}`, filters.decision);
   if (filters.interceptor !== undefined)
     add((p) => `interceptors @> ARRAY[${p}::text]`, filters.interceptor);

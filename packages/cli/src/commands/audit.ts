@@ -10,8 +10,6 @@ import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatTable } from '../table.ts';
 
-/** The principal types of audit records (DESIGN.md §2 `context.principal.type`). */
-const PRINCIPAL_TYPES = ['user', 'service', 'anonymous'] as const;
 /** `30m`, `1h`, `7d`, ... or an ISO 8601 date / date-time; the audit API checks the rest. */
 const TIME_BOUND = /^(\d{1,9}(ms|s|m|h|d|w)|\d{4}-\d{2}-\d{2}(T\S+)?)$/i;
 
@@ -29,7 +27,7 @@ const QUERY_FLAGS = [
 
 type QueryOptions = Partial<Record<(typeof QUERY_FLAGS)[number][0], string>>;
 
-/** The PRINCIPAL cell: `type:id`, or `type (no id)` for one `--principal` cannot select. */
+/** The PRINCIPAL cell: `type:id`, or `type (no id)` for a principal without an id. */
 export function formatPrincipal(principal: AuditRecordView['principal']): string {
   if (!principal) return '-';
   return principal.id ? `${principal.type}:${principal.id}` : `${principal.type} (no id)`;
@@ -37,7 +35,8 @@ export function formatPrincipal(principal: AuditRecordView['principal']): string
 
 /**
  * The audit API's parameters for `options`, checked where it is cheap (exit 2 before any
- * request). `--principal` takes an id, or `type:id` as the PRINCIPAL column shows it.
+ *  request). `--principal` takes an id, `type:id` as the PRINCIPAL column shows it, or the
+ * type of a principal without an id.
  */
 export function recordQuery(options: QueryOptions): URLSearchParams {
   const { limit, since, until } = options;
@@ -86,7 +85,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     .option('--tool <name>', 'tool, prompt or resource')
     .option(
       '--principal <id>',
-      'principal id, or type:id as the PRINCIPAL column shows it (records of a principal without an id, such as "anonymous (no id)", cannot be selected)',
+      'principal id, or type:id as the PRINCIPAL column shows it; for a principal without an id, its type (anonymous)',
     )
     .addOption(
       new Option('--decision <decision>', 'the chain decision').choices([
@@ -105,11 +104,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
       const answer = await client(command).records(recordQuery(options));
       context.print(command, answer, () => {
         if (answer.records.length === 0) {
-          const principal = options.principal;
-          const typeOnly = (PRINCIPAL_TYPES as readonly string[]).includes(principal ?? '')
-            ? `(--principal matches principal ids; "${principal}" is a principal type, which the audit API cannot select)\n`
-            : '';
-          return `no audit records match\n${typeOnly}`;
+          return 'no audit records match\n';
         }
         const rows = answer.records.map((r) => [
           r.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
