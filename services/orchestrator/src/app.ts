@@ -12,7 +12,7 @@ import { type Authenticator, createAuthenticator } from './auth.ts';
 import { Backend } from './backends.ts';
 import { type OrchestratorConfig, overridesOf } from './config.ts';
 import { type ChainObserver, Gateway } from './gateway.ts';
-import { createMcpIngress } from './http-ingress.ts';
+import { createMcpIngress, rebindingGuard } from './http-ingress.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import { Registry } from './registry.ts';
@@ -117,6 +117,14 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     const handler = deps.metricsHandler;
     app.get('/metrics', (req, res) => handler(req, res));
   }
+  // The admin API can register an interceptor service that then sees every payload: a web
+  // page must not reach it through DNS rebinding either (same Host/Origin rule as /mcp).
+  const rebindingProblem = rebindingGuard(config);
+  app.use('/admin', (req, res, next) => {
+    const forbidden = rebindingProblem(req);
+    if (forbidden === undefined) return next();
+    res.status(403).json({ error: forbidden });
+  });
   app.use(
     '/admin',
     createAdminRouter({

@@ -149,15 +149,18 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknow
   }
 }
 
-/** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
-export function createMcpIngress(options: McpIngressOptions): McpIngress {
-  const { gateway, registry, config, authenticator, log } = options;
-  const sessions = new Map<string, HttpSession>();
+/**
+ * The DNS-rebinding check of DESIGN.md's ingress (a browser page on another origin must not
+ * reach a loopback gateway): the reason to refuse `req` (403), or undefined. Loopback hosts
+ * and origins pass, and those `security.allowedHosts` / `allowedOrigins` list.
+ */
+export function rebindingGuard(
+  config: OrchestratorConfig,
+): (req: IncomingMessage) => string | undefined {
   const allowedHosts = new Set(config.security.allowedHosts.map((h) => h.toLowerCase()));
   const allowedOrigins = new Set(config.security.allowedOrigins.map((o) => o.toLowerCase()));
 
-  /** DNS rebinding: a browser page on another origin must not reach a loopback gateway. */
-  const rebindingProblem = (req: IncomingMessage): string | undefined => {
+  return (req: IncomingMessage): string | undefined => {
     const host = (req.headers.host ?? '').toLowerCase();
     if (
       !LOOPBACK_HOSTS.has(hostname(host)) &&
@@ -179,6 +182,13 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     }
     return undefined;
   };
+}
+
+/** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
+export function createMcpIngress(options: McpIngressOptions): McpIngress {
+  const { gateway, registry, config, authenticator, log } = options;
+  const sessions = new Map<string, HttpSession>();
+  const rebindingProblem = rebindingGuard(config);
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
 

@@ -2,6 +2,7 @@
  * The admin API and runtime registration: persisted in Redis, propagated to a second
  * replica sharing it, with the status codes of DESIGN.md §3.
  */
+import { request } from 'node:http';
 import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
@@ -246,6 +247,30 @@ describe('admin API', () => {
       expect(JSON.parse(text)).toEqual({ error: 'malformed percent-encoding in the URL' });
       expect(text).not.toMatch(/node_modules|at /);
     }
+  });
+
+  it('refuses a foreign Host or Origin (DNS rebinding) before looking at the token', async () => {
+    const gw = await startGateway('security: {allowedHosts: ["fleet.internal"]}\n', {
+      adminToken: ADMIN,
+    });
+    const port = new URL(gw.base).port;
+    const get = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          `${gw.base}/admin/services`,
+          { headers: { authorization: `Bearer ${ADMIN}`, ...headers } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await get({ host: `evil.example.com:${port}` })).toBe(403);
+    expect(await get({ origin: 'https://evil.example.com' })).toBe(403);
+    expect(await get({ host: 'fleet.internal' })).toBe(200);
+    expect(await get({})).toBe(200);
   });
 
   it('requires the admin token', async () => {
