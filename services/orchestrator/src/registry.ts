@@ -94,6 +94,8 @@ interface Entry {
   lastError?: string;
   registeredAt?: string;
   refreshedAt?: string;
+  /** Whether the service answered the `interceptor/invoke` probe (asked once per entry). */
+  servesInvoke?: boolean;
 }
 
 interface Persisted {
@@ -263,7 +265,8 @@ export class Registry {
           url: entry.url,
         });
       }
-      if (!(await servesInvoke(entry.remote))) {
+      // Probed once per entry: health checks would otherwise send it every few seconds.
+      if (!entry.servesInvoke && !(await servesInvoke(entry.remote))) {
         // Another gateway (this one included) lists its chain's interceptors too, but
         // refuses to run them: registering it would fail every intercepted call.
         throw new RegistryError(
@@ -272,6 +275,7 @@ export class Registry {
           { url: entry.url },
         );
       }
+      entry.servesInvoke = true;
       for (const r of rejected) {
         this.#options.log.warn(
           { service: entry.id, index: r.index, name: r.name, issues: r.issues },
