@@ -54,7 +54,14 @@ const telemetry = startTelemetry(
   telemetryOptionsFromEnv(env, { serviceName: 'orchestrator', serviceVersion: '0.1.0' }),
 );
 const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
-const redisOptions = { maxRetriesPerRequest: 2, lazyConnect: false, connectTimeout: 5000 };
+// A Redis that accepts connections but never answers must not hang start-up or requests:
+// each command gives up after commandTimeout (registrations then load when Redis is back).
+const redisOptions = {
+  maxRetriesPerRequest: 2,
+  lazyConnect: false,
+  connectTimeout: 5000,
+  commandTimeout: 5000,
+};
 const redis = new Redis(redisUrl, redisOptions);
 const subscriber = new Redis(redisUrl, redisOptions);
 for (const connection of [redis, subscriber]) {
@@ -83,23 +90,9 @@ const orchestrator = createOrchestrator({
   observer: producer ? createAuditObserver(producer) : undefined,
   metricsHandler: telemetry.metricsHandler,
 });
-await orchestrator.start();
-
 let stopListening: () => Promise<void> = async () => undefined;
-if (stdio) {
-  await orchestrator.serveStdio({ type: 'user', id: userInfo().username });
-} else {
-  const listening = await listen(orchestrator.listener, {
-    service: 'orchestrator',
-    host: env.HOST || '127.0.0.1',
-    port,
-    requestTimeoutMs: config.limits.requestTimeoutMs,
-    headersTimeoutMs: config.limits.headersTimeoutMs,
-  });
-  log.info({ url: listening.url }, 'orchestrator listening');
-  stopListening = () => listening.close();
-}
-
+// Registered before start-up, which waits on interceptor services and Redis: a SIGTERM then
+// still stops the process.
 const shutdown = onShutdown(async () => {
   // Stop accepting, end the sessions (their SSE streams would hold the server open), then
   // wait for in-flight requests to finish.
@@ -114,6 +107,21 @@ const shutdown = onShutdown(async () => {
   subscriber.disconnect();
   await telemetry.shutdown();
 });
+await orchestrator.start();
+
+if (stdio) {
+  await orchestrator.serveStdio({ type: 'user', id: userInfo().username });
+} else {
+  const listening = await listen(orchestrator.listener, {
+    service: 'orchestrator',
+    host: env.HOST || '127.0.0.1',
+    port,
+    requestTimeoutMs: config.limits.requestTimeoutMs,
+    headersTimeoutMs: config.limits.headersTimeoutMs,
+  });
+  log.info({ url: listening.url }, 'orchestrator listening');
+  stopListening = () => listening.close();
+}
 
 if (stdio) {
   // The client closing our stdin ends the session: shut down like on SIGTERM.

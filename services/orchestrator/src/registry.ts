@@ -191,18 +191,25 @@ export class Registry {
     await Promise.all([...this.#entries.values()].map((e) => this.#discover(e)));
     const { redis, subscriber } = this.#options;
     if (redis) {
-      try {
-        const all = await redis.hgetall(this.#hashKey);
-        await Promise.all(Object.entries(all).map(([id, json]) => this.#loadPersisted(id, json)));
-      } catch (error) {
-        this.#options.log.warn({ err: String(error) }, 'could not load registrations from Redis');
-      }
+      await this.#loadAllPersisted(redis);
+      // After an outage, registrations made or removed meanwhile (their events are lost).
+      redis.on('ready', () => void this.#loadAllPersisted(redis).then(() => this.#rebuild()));
     }
     if (subscriber) {
       subscriber.on('message', (channel: string, message: string) => {
         if (channel === this.#channel) void this.#onEvent(message);
       });
-      await subscriber.subscribe(this.#channel);
+      // Redis down at start-up must not stop the gateway: it serves the config's chain, and
+      // subscribes (ioredis re-subscribes after reconnects) once Redis answers.
+      const subscribe = () =>
+        subscriber.subscribe(this.#channel).catch((error: unknown) => {
+          this.#options.log.warn(
+            { err: String(error) },
+            'could not subscribe to registry changes; retrying when Redis is back',
+          );
+        });
+      subscriber.on('ready', () => void subscribe());
+      await subscribe();
     }
     this.#rebuild();
     const interval = this.#options.healthIntervalMs ?? 5000;
@@ -337,6 +344,22 @@ export class Registry {
       );
     }
     return new RegistryError(502, `${entry.url} cannot be reached`, { url: entry.url });
+  }
+
+  /** Load every persisted registration (a failure is logged: Redis may be down). */
+  async #loadAllPersisted(redis: Redis): Promise<void> {
+    try {
+      const all = await redis.hgetall(this.#hashKey);
+      await Promise.all(Object.entries(all).map(([id, json]) => this.#loadPersisted(id, json)));
+      // Registrations removed while this replica could not hear about it.
+      for (const [id, entry] of this.#entries)
+        if (entry.source === 'admin' && !(id in all)) {
+          this.#entries.delete(id);
+          void entry.remote.close();
+        }
+    } catch (error) {
+      this.#options.log.warn({ err: String(error) }, 'could not load registrations from Redis');
+    }
   }
 
   async #loadPersisted(id: string, json: string): Promise<void> {

@@ -4,14 +4,17 @@
  * backend receiving the same trace context; graceful SIGTERM; the request deadline that
  * ends a slow-loris body.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defineMutator, modified } from '@fleet/interceptor-kit';
 import { startSlowLoris } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import {
   fixtureCommand,
+  freePort,
   sourceCommand,
   startHttpBackend,
   startServiceProcess,
@@ -19,7 +22,7 @@ import {
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { connectClient, defer } from './harness.ts';
+import { connectClient, defer, serveInterceptors, textOf } from './harness.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -122,6 +125,69 @@ describe('orchestrator process', () => {
 
     const exit = await orchestrator.stop('SIGTERM');
     expect(exit.code).toBe(0);
+  });
+
+  it('starts and serves while Redis is down, and takes registrations once it is back', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const interceptors = await serveInterceptors([
+      defineMutator({
+        name: 'upper',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: (payload) => {
+          const p = payload as { arguments?: { text?: string } };
+          return modified({ ...p, arguments: { text: String(p.arguments?.text).toUpperCase() } });
+        },
+      }),
+    ]);
+    const redisPort = await freePort(); // nothing listens there yet
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    const configPath = join(dir, 'fleet.yaml');
+    writeFileSync(configPath, `backends:\n  - {id: fx, url: "${backend.url}"}\n`);
+    const orchestrator = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd: dir,
+      env: {
+        PORT: '0',
+        FLEET_CONFIG: configPath,
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        FLEET_ADMIN_TOKEN: 'admin-token-1',
+        AUDIT_JOURNAL: join(dir, 'audit.ndjson'),
+        LOG_LEVEL: 'warn',
+        OTEL_TRACES_EXPORTER: 'none',
+      },
+      readyTimeoutMs: 30_000,
+    });
+    defer(() => orchestrator.stop());
+    const client = await connectClient(`${orchestrator.url}/mcp`);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'a' } }))).toBe(
+      '[fx] a',
+    );
+
+    const redis = spawn(
+      'redis-server',
+      ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
+    defer(async () => {
+      redis.kill('SIGKILL');
+    });
+    const register = () =>
+      fetch(`${orchestrator.url}/admin/services`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token-1' },
+        body: JSON.stringify({ url: interceptors.url }),
+      });
+    let status = 0;
+    for (let i = 0; i < 60 && status !== 201; i++) {
+      status = (await register()).status;
+      if (status !== 201) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(status).toBe(201);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'a' } }))).toBe(
+      '[fx] A',
+    );
+    expect((await orchestrator.stop('SIGTERM')).code).toBe(0);
   });
 
   it('refuses a bad config with a message naming the field', async () => {
