@@ -52,7 +52,14 @@ import type { OrchestratorConfig } from './config.ts';
 import type { Logger } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
-import { type GatewayTelemetry, shownMethod } from './telemetry.ts';
+import {
+  type GatewayTelemetry,
+  recordScrubbedError,
+  scrubName,
+  scrubText,
+  shownMethod,
+  spanMethod,
+} from './telemetry.ts';
 import { clampTextContent, invalidArguments, SchemaValidators } from './tool-schemas.ts';
 import { ToolView } from './tool-view.ts';
 
@@ -253,8 +260,11 @@ export class Gateway {
     const principal = principalOf(extra, session);
     const parent = propagation.extract(ROOT_CONTEXT, traceCarrier(extra, params));
     const target = targetOf(method, params);
+    // What the client chose (a made-up method, a tool named after an email address, a file
+    // URI with a card number in it) is scrubbed before it names or labels a span.
+    const shownMethodName = spanMethod(method);
     const attributes: Attributes = {
-      'mcp.method.name': method,
+      'mcp.method.name': shownMethodName,
       'fleet.principal.type': principal.type,
     };
     if (principal.id) attributes['fleet.principal.id'] = principal.id;
@@ -266,10 +276,14 @@ export class Gateway {
           : method.startsWith('prompts/')
             ? 'mcp.prompt.name'
             : 'mcp.resource.uri'
-      ] = target;
+      ] = scrubName(target);
     // Spans are started and ended explicitly and their contexts passed down: entering an
     // ambient context would make every promise of the process pay for its propagation.
-    const span = telemetry.tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
+    const span = telemetry.tracer.startSpan(
+      shownMethodName,
+      { kind: SpanKind.SERVER, attributes },
+      parent,
+    );
     let status = 'ok';
     try {
       return await this.#pipeline(session, method, params, extra, principal, target, span, {
@@ -277,10 +291,7 @@ export class Gateway {
       });
     } catch (error) {
       status = 'error';
-      safely(() => {
-        span.recordException(error as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      });
+      recordScrubbedError(span, error);
       throw error;
     } finally {
       span.end();
@@ -541,7 +552,7 @@ export class Gateway {
               attributes: {
                 'fleet.chain.phase': phase,
                 'fleet.chain.stage': stage.kind,
-                'fleet.chain.event': method,
+                'fleet.chain.event': spanMethod(method),
               },
             },
             scope.trace,
@@ -729,10 +740,10 @@ export class Gateway {
     const started = performance.now();
     const parent = scope.trace;
     const span = telemetry.tracer.startSpan(
-      `${method} ${backend.id}`,
+      `${spanMethod(method)} ${backend.id}`,
       {
         kind: SpanKind.CLIENT,
-        attributes: { 'mcp.method.name': method, 'fleet.backend.id': backend.id },
+        attributes: { 'mcp.method.name': spanMethod(method), 'fleet.backend.id': backend.id },
       },
       parent,
     );
@@ -747,8 +758,12 @@ export class Gateway {
       // A backend's reserved _meta keys never reach the client as the gateway's word.
       return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
     } catch (error) {
+      // A backend's error text may quote the arguments it was sent.
       safely(() =>
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message }),
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: scrubText((error as Error).message),
+        }),
       );
       throw error;
     } finally {

@@ -3,13 +3,16 @@
  * wires the SDK). Every recording is wrapped so telemetry never breaks a request.
  */
 import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
+import { createPiiEngine, type PiiEngine } from '@fleet/pii';
 import {
   type Context,
   type Counter,
   context,
+  type Exception,
   type Histogram,
   metrics,
   propagation,
+  type Span,
   SpanKind,
   SpanStatusCode,
   type Tracer,
@@ -70,6 +73,73 @@ export function shownMethod(method: string): string {
 /** `method` as a metric label: itself when it is an MCP method, else `other`. */
 export function methodLabel(method: string): string {
   return METRIC_METHODS.has(method) ? method : 'other';
+}
+
+/** How many distinct client-chosen strings keep their scrubbed form (tool names repeat). */
+const SCRUBBED_CACHE_ENTRIES = 1024;
+/** Longer strings are scrubbed every time rather than held as cache keys. */
+const SCRUBBED_CACHE_MAX_LENGTH = 512;
+/** What a span shows when the PII engine fails on a text: never the text itself. */
+const SCRUB_FAILED = '[REDACTED]';
+
+let engine: PiiEngine | undefined;
+const scrubbed = new Map<string, string>();
+
+/**
+ * `text` with every PII and secret value `@fleet/pii` detects replaced by `[TYPE]`, uncached:
+ * for error messages and other one-off text on the error path. Never throws.
+ */
+export function scrubText(text: string): string {
+  try {
+    // One engine per process, made on first use: it is pure and its default config detects
+    // every entity type.
+    engine ??= createPiiEngine({ config: { defaultStrategy: 'redact' } });
+    return engine.transformText(text).text;
+  } catch {
+    return SCRUB_FAILED;
+  }
+}
+
+/**
+ * A client-chosen name (tool, prompt, resource URI, made-up method) as a span may show it:
+ * scrubbed like {@link scrubText}, and remembered per distinct string in a bounded map (the
+ * oldest entry goes first), since the same names arrive on every call.
+ */
+export function scrubName(text: string): string {
+  const hit = scrubbed.get(text);
+  if (hit !== undefined) return hit;
+  const result = scrubText(text);
+  if (text.length <= SCRUBBED_CACHE_MAX_LENGTH) {
+    if (scrubbed.size >= SCRUBBED_CACHE_ENTRIES) {
+      const oldest = scrubbed.keys().next();
+      if (!oldest.done) scrubbed.delete(oldest.value);
+    }
+    scrubbed.set(text, result);
+  }
+  return result;
+}
+
+/** `method` as a span shows it: itself when it is an MCP method, else {@link scrubName}d. */
+export function spanMethod(method: string): string {
+  return METRIC_METHODS.has(method) ? method : scrubName(method);
+}
+
+/**
+ * Record `error` on `span` (exception event, status ERROR) with its message and stack
+ * scrubbed: a message may quote what the client sent (`Unknown tool: <name>`). Never throws.
+ */
+export function recordScrubbedError(span: Span, error: unknown): void {
+  guard(() => {
+    if (!span.isRecording()) return;
+    const message = scrubText(error instanceof Error ? error.message : String(error));
+    const exception: Exception = { message };
+    if (error instanceof Error) {
+      exception.name = error.name;
+      if (error.stack !== undefined) exception.stack = scrubText(error.stack);
+    }
+    span.recordException(exception);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+  });
 }
 
 function guard(fn: () => void): void {
@@ -151,7 +221,7 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
             'fleet.interceptor.name': params.name,
             'fleet.interceptor.service': serviceId,
             'fleet.chain.phase': params.phase,
-            'fleet.chain.event': params.event,
+            'fleet.chain.event': spanMethod(params.event),
           },
         },
         parent,
@@ -179,11 +249,8 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
           });
         return result;
       } catch (error) {
-        guard(() => {
-          span.setAttribute('fleet.interceptor.outcome', 'failed');
-          span.recordException(error as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-        });
+        guard(() => span.setAttribute('fleet.interceptor.outcome', 'failed'));
+        recordScrubbedError(span, error);
         throw error;
       } finally {
         span.end();

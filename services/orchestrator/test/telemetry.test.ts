@@ -1,0 +1,96 @@
+/**
+ * The gateway's spans and metrics through a real pipeline (`startTelemetry` from
+ * @fleet/telemetry): spans exported over OTLP/HTTP to an in-test receiver, metrics read from
+ * `/metrics` in Prometheus text. Client-chosen text never reaches a span raw.
+ */
+import { allow, defineValidator } from '@fleet/interceptor-kit';
+import { startTelemetry, type Telemetry } from '@fleet/telemetry';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
+import { startHttpBackend } from '@fleet/test-fixtures';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { connectClient, defer, serveInterceptors, startGateway } from './harness.ts';
+
+let receiver: OtlpReceiver;
+let telemetry: Telemetry;
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  telemetry = startTelemetry({
+    serviceName: 'orchestrator',
+    traces: { exporters: ['otlp'], endpoint: receiver.tracesUrl, scheduledDelayMs: 20 },
+    diagnostics: false,
+  });
+});
+
+afterAll(async () => {
+  await telemetry.shutdown();
+  await receiver.close();
+});
+
+beforeEach(() => receiver.clear());
+
+/** Every span received once one SERVER span of the gateway has ended with `predicate`. */
+async function spansWhen(predicate: (spans: readonly ReceivedSpan[]) => boolean) {
+  await telemetry.forceFlush();
+  return receiver.waitFor(predicate, 10_000);
+}
+
+/** Every string in a span: its name, attribute values, status message, event attributes. */
+function textsOf(span: ReceivedSpan): string[] {
+  const texts = [span.name, span.status.message ?? ''];
+  const add = (attributes: Record<string, unknown>) => {
+    for (const value of Object.values(attributes)) texts.push(JSON.stringify(value));
+  };
+  add(span.attributes);
+  for (const event of span.events) add(event.attributes);
+  return texts;
+}
+
+/** The gateway's SERVER span of one MCP request (the kit's SERVER spans share the process). */
+function isGatewayServer(span: ReceivedSpan): boolean {
+  return span.kind === 2 && span.scopeName === '@fleet/orchestrator';
+}
+
+const EMAIL = 'ada.lovelace@example.com';
+const CARD = '4111111111111111';
+
+describe('gateway spans: client-chosen text is scrubbed', () => {
+  it('never puts a raw email or card number from a tool name or resource URI in a span', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([
+      defineValidator({
+        name: 'watch',
+        hooks: [{ events: ['*'], phase: 'request' }],
+        handler: () => allow(),
+      }),
+    ]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    const uri = `file:///home/${EMAIL}/cards/${CARD}.txt`;
+    await client.readResource({ uri }).catch(() => undefined);
+    await client.callTool({ name: EMAIL, arguments: {} }).catch(() => undefined);
+    await client.getPrompt({ name: `prompt ${EMAIL}` }).catch(() => undefined);
+
+    const spans = await spansWhen((all) => all.filter(isGatewayServer).length >= 3);
+    const server = spans.filter(isGatewayServer);
+    const read = server.find((s) => s.attributes['mcp.method.name'] === 'resources/read');
+    expect(read?.attributes['mcp.resource.uri']).toBe(
+      'file:///home/[EMAIL_ADDRESS]/cards/[CREDIT_CARD].txt',
+    );
+    const call = server.find((s) => s.attributes['mcp.method.name'] === 'tools/call');
+    expect(call?.attributes['mcp.tool.name']).toBe('[EMAIL_ADDRESS]');
+    const prompt = server.find((s) => s.attributes['mcp.method.name'] === 'prompts/get');
+    expect(prompt?.attributes['mcp.prompt.name']).toBe('prompt [EMAIL_ADDRESS]');
+    // Nowhere else either: span names, error messages, exception events, child spans.
+    for (const span of spans) {
+      for (const text of textsOf(span)) {
+        expect(text).not.toContain(EMAIL);
+        expect(text).not.toContain(CARD);
+      }
+    }
+  });
+});
