@@ -49,6 +49,19 @@ export interface Registration {
 }
 
 /** A registry operation that failed, with the HTTP status the admin API answers. */
+/**
+ * What defines a persisted registration (URL, token, overrides, when), without the last known
+ * descriptors that refreshes rewrite: equal for an unchanged registration.
+ */
+function registrationOf(json: string): string {
+  try {
+    const p = JSON.parse(json) as Partial<Persisted>;
+    return JSON.stringify([p.url, p.token ?? null, p.overrides ?? {}, p.registeredAt]);
+  } catch {
+    return json;
+  }
+}
+
 /** The name the invoke probe asks for: no interceptor server has it. */
 const PROBE_NAME = 'fleet.registry/probe-not-an-interceptor';
 
@@ -94,6 +107,8 @@ interface Entry {
   lastError?: string;
   registeredAt?: string;
   refreshedAt?: string;
+  /** What defines an admin registration as persisted (see {@link registrationOf}). */
+  registration?: string;
   /** Whether the service answered the `interceptor/invoke` probe (asked once per entry). */
   servesInvoke?: boolean;
 }
@@ -171,6 +186,8 @@ export class Registry {
   readonly #channel: string;
   readonly #listeners = new Set<() => void>();
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** Whether the last reload of persisted registrations failed (logged once per outage). */
+  #reconcileFailing = false;
   /** Tags this replica's own pub/sub events so it does not apply them twice. */
   readonly #origin = randomUUID();
   #chain: ChainInterceptor[] = [];
@@ -346,20 +363,39 @@ export class Registry {
     return new RegistryError(502, `${entry.url} cannot be reached`, { url: entry.url });
   }
 
-  /** Load every persisted registration (a failure is logged: Redis may be down). */
-  async #loadAllPersisted(redis: Redis): Promise<void> {
+  /**
+   * Make this replica's admin registrations those persisted in Redis: load new or changed
+   * ones, drop removed ones. Runs at start, when Redis reconnects and with every health check,
+   * so a replica that missed a pub/sub event (cut off from Redis for a while) catches up.
+   * Returns whether anything changed; a failure is logged once per outage.
+   */
+  async #loadAllPersisted(redis: Redis): Promise<boolean> {
+    let all: Record<string, string>;
     try {
-      const all = await redis.hgetall(this.#hashKey);
-      await Promise.all(Object.entries(all).map(([id, json]) => this.#loadPersisted(id, json)));
-      // Registrations removed while this replica could not hear about it.
-      for (const [id, entry] of this.#entries)
-        if (entry.source === 'admin' && !(id in all)) {
-          this.#entries.delete(id);
-          void entry.remote.close();
-        }
+      all = await redis.hgetall(this.#hashKey);
     } catch (error) {
-      this.#options.log.warn({ err: String(error) }, 'could not load registrations from Redis');
+      if (!this.#reconcileFailing)
+        this.#options.log.warn({ err: String(error) }, 'could not load registrations from Redis');
+      this.#reconcileFailing = true;
+      return false;
     }
+    this.#reconcileFailing = false;
+    let changed = false;
+    await Promise.all(
+      Object.entries(all).map(async ([id, json]) => {
+        const held = this.#entries.get(id);
+        if (held && held.registration === registrationOf(json)) return;
+        changed = true;
+        await this.#loadPersisted(id, json);
+      }),
+    );
+    for (const [id, entry] of this.#entries)
+      if (entry.source === 'admin' && !(id in all)) {
+        changed = true;
+        this.#entries.delete(id);
+        void entry.remote.close();
+      }
+    return changed;
   }
 
   async #loadPersisted(id: string, json: string): Promise<void> {
@@ -377,6 +413,7 @@ export class Registry {
       persisted.overrides ?? {},
     );
     entry.registeredAt = persisted.registeredAt;
+    entry.registration = registrationOf(json);
     const failure = await this.#discover(entry);
     if (failure && persisted.interceptors && persisted.interceptors.length > 0) {
       // Unreachable from here right now: apply the last known descriptors so their
@@ -433,7 +470,9 @@ export class Registry {
       interceptors: entry.interceptors,
     };
     if (entry.token) persisted.token = entry.token;
-    await redis.hset(this.#hashKey, entry.id, JSON.stringify(persisted));
+    const json = JSON.stringify(persisted);
+    entry.registration = registrationOf(json);
+    await redis.hset(this.#hashKey, entry.id, json);
     await this.#publish('upsert', entry.id);
   }
 
@@ -507,8 +546,16 @@ export class Registry {
         `service "${id}" comes from the config file and cannot be removed at runtime`,
         { id },
       );
-    await this.#options.redis?.hdel(this.#hashKey, id);
-    await this.#publish('delete', id);
+    try {
+      await this.#options.redis?.hdel(this.#hashKey, id);
+      await this.#publish('delete', id);
+    } catch (error) {
+      throw new RegistryError(
+        503,
+        `could not remove the registration: Redis is not answering (${(error as Error).message})`,
+        { id },
+      );
+    }
     this.#entries.delete(id);
     this.#rebuild();
     this.#options.log.info({ service: id, url: entry.url }, 'unregistered an interceptor service');
@@ -587,7 +634,8 @@ export class Registry {
   }
 
   async #healthCheck(): Promise<void> {
-    let changed = false;
+    const { redis } = this.#options;
+    let changed = redis ? await this.#loadAllPersisted(redis) : false;
     for (const entry of this.#entries.values()) {
       const before = JSON.stringify([entry.status, entry.interceptors]);
       await this.#discover(entry);

@@ -5,6 +5,7 @@
 import { request } from 'node:http';
 import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { serviceIdOf } from '../src/app.ts';
 import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
@@ -135,6 +136,37 @@ describe('admin API', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(seen).toBe('[fx] quiet');
+  });
+
+  it('brings a replica that missed registry events in line with Redis', async () => {
+    const service = await serveInterceptors([gate]);
+    const replica = await startGateway('', { adminToken: ADMIN });
+    const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+    defer(async () => {
+      redis.disconnect();
+    });
+    const hash = `${replica.prefix}:registry:services`;
+    const ids = async () =>
+      (
+        (await (await admin(replica.base, '/services')).json()) as {
+          services: Array<{ id: string }>;
+        }
+      ).services.map((s) => s.id);
+    const until = async (want: string[]) => {
+      for (let i = 0; i < 50 && JSON.stringify(await ids()) !== JSON.stringify(want); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      return ids();
+    };
+    // Written by another replica whose pub/sub event never arrived here.
+    const id = serviceIdOf(service.url);
+    await redis.hset(
+      hash,
+      id,
+      JSON.stringify({ url: service.url, overrides: {}, registeredAt: new Date().toISOString() }),
+    );
+    expect(await until([id])).toEqual([id]);
+    await redis.hdel(hash, id);
+    expect(await until([])).toEqual([]);
   });
 
   it('lists config services, refuses to remove them, and refreshes', async () => {
