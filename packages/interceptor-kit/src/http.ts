@@ -17,6 +17,7 @@ import {
   HTTP_ERROR_CODES,
   type HttpErrorCode,
   InterceptorMethod,
+  type InterceptorResult,
   JsonRpcCode,
   LazyAbortController,
   type ProtocolError,
@@ -111,6 +112,13 @@ export function errorEnvelope(id: unknown, code: number, message: string, data?:
 function nameOf(params: unknown): string {
   const name = (params as { name?: unknown } | null | undefined)?.name;
   return typeof name === 'string' ? name : 'unknown';
+}
+
+/** An invocation's `fleet.interceptor.outcome`, from its result. */
+function resultOutcome(result: InterceptorResult): string {
+  if (result.type === 'mutation') return result.modified ? 'modified' : 'unchanged';
+  if (result.valid) return 'allowed';
+  return result.severity === 'warn' || result.severity === 'info' ? 'warned' : 'denied';
 }
 
 function isId(id: unknown): id is string | number {
@@ -276,17 +284,37 @@ export function createInterceptorHttpApp(
     };
     const name = nameOf(params);
     checkInvokeDepth(params, maxDepth);
-    return withServerSpan(
-      `interceptor/invoke ${name}`,
-      carrier,
-      {
-        'mcp.method.name': InterceptorMethod.INVOKE,
-        'fleet.interceptor.name': name,
-        'fleet.event': String(p?.event),
-        'fleet.phase': String(p?.phase),
-      },
-      () => host.invoke(params, { signal }),
-    );
+    // Attribute names from @fleet/telemetry's table (the kit depends on the API only).
+    const attributes: Record<string, string> = {
+      'mcp.method.name': InterceptorMethod.INVOKE,
+      'fleet.interceptor.name': name,
+      'fleet.chain.event': String(p?.event),
+      'fleet.chain.phase': String(p?.phase),
+    };
+    const info = host.interceptors.find((i) => i.info.name === name)?.info;
+    if (info) {
+      attributes['fleet.interceptor.type'] = info.type;
+      // As the service declares it: an orchestrator override may run it otherwise.
+      attributes['fleet.interceptor.mode'] = info.mode ?? 'active';
+    }
+    return withServerSpan(`interceptor/invoke ${name}`, carrier, attributes, async (span) => {
+      let outcome = 'failed';
+      try {
+        const result = await host.invoke(params, { signal });
+        outcome = resultOutcome(result);
+        return result;
+      } catch (error) {
+        const data = (error as { data?: { reason?: unknown } } | null)?.data;
+        if (data?.reason === 'timeout') outcome = 'timeout';
+        throw error;
+      } finally {
+        try {
+          span.setAttribute('fleet.interceptor.outcome', outcome);
+        } catch {
+          // Telemetry never breaks an invocation.
+        }
+      }
+    });
   };
 
   const handlePost = async (req: IncomingMessage, res: ServerResponse) => {

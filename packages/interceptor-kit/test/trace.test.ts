@@ -11,7 +11,15 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allow, createRemoteService, defineValidator, type HandlerContext } from '../src/index.ts';
+import {
+  allow,
+  createRemoteService,
+  defineMutator,
+  defineValidator,
+  deny,
+  type HandlerContext,
+  modified,
+} from '../src/index.ts';
 import { defer, serveInterceptors } from './helpers.ts';
 
 const exporter = new InMemorySpanExporter();
@@ -63,8 +71,96 @@ describe('trace context across the interceptor hop', () => {
     expect(server).toBeDefined();
     expect(server?.spanContext().traceId).toBe(callerTraceId);
     expect(server?.parentSpanContext?.spanId).toBe(callerSpanId);
-    expect(server?.attributes['fleet.interceptor.name']).toBe('traced');
+    expect(server?.attributes).toMatchObject({
+      'mcp.method.name': 'interceptor/invoke',
+      'fleet.interceptor.name': 'traced',
+      'fleet.chain.event': 'tools/call',
+      'fleet.chain.phase': 'request',
+      'fleet.interceptor.type': 'validation',
+      'fleet.interceptor.mode': 'active',
+      'fleet.interceptor.outcome': 'allowed',
+    });
+    expect(server?.attributes).not.toHaveProperty('fleet.event');
+    expect(server?.attributes).not.toHaveProperty('fleet.phase');
     expect(handlerSpans[0]).toBe(callerTraceId);
     expect(seen[0]?.context).toMatchObject({ traceId: callerTraceId, spanId: callerSpanId });
+  });
+
+  it('names type, mode and outcome on the server span: denied, modified, failed, timeout', async () => {
+    exporter.reset();
+    const { url } = await serveInterceptors([
+      defineValidator({
+        name: 'no',
+        mode: 'audit',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => deny('no'),
+      }),
+      defineMutator({
+        name: 'tag',
+        hooks: [{ events: ['tools/call'], phase: 'response' }],
+        handler: (payload) => modified({ ...(payload as object), tagged: true }),
+      }),
+      defineValidator({
+        name: 'broken',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => {
+          throw new Error('boom');
+        },
+      }),
+      defineValidator({
+        name: 'sleepy',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => new Promise((resolve) => setTimeout(() => resolve(allow()), 500)),
+      }),
+    ]);
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    const invoke = (name: string, phase: 'request' | 'response', timeoutMs?: number) =>
+      service
+        .invoke(
+          { name, event: 'tools/call', phase, payload: {}, ...(timeoutMs ? { timeoutMs } : {}) },
+          { signal: AbortSignal.timeout(5000) },
+        )
+        .catch(() => undefined);
+    await invoke('no', 'request');
+    await invoke('tag', 'response');
+    await invoke('broken', 'request');
+    await invoke('sleepy', 'request', 50);
+    await provider.forceFlush();
+    const spanOf = (name: string) =>
+      exporter.getFinishedSpans().find((s) => s.name === `interceptor/invoke ${name}`);
+    const summary = (name: string) => {
+      const span = spanOf(name);
+      return {
+        type: span?.attributes['fleet.interceptor.type'],
+        mode: span?.attributes['fleet.interceptor.mode'],
+        outcome: span?.attributes['fleet.interceptor.outcome'],
+        status: span?.status.code,
+      };
+    };
+    expect(summary('no')).toEqual({
+      type: 'validation',
+      mode: 'audit',
+      outcome: 'denied',
+      status: 0,
+    });
+    expect(summary('tag')).toEqual({
+      type: 'mutation',
+      mode: 'active',
+      outcome: 'modified',
+      status: 0,
+    });
+    expect(summary('broken')).toEqual({
+      type: 'validation',
+      mode: 'active',
+      outcome: 'failed',
+      status: 2,
+    });
+    expect(summary('sleepy')).toEqual({
+      type: 'validation',
+      mode: 'active',
+      outcome: 'timeout',
+      status: 2,
+    });
   });
 });

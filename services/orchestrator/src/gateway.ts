@@ -12,6 +12,7 @@ import {
   chainAbortToToolResult,
   checkParamHeaders,
   type InvocationContext,
+  type InvocationOutcome,
   JsonRpcCode,
   type ParamHeader,
   type Phase,
@@ -54,6 +55,7 @@ import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
 import {
   type GatewayTelemetry,
+  OpenInvocations,
   recordScrubbedError,
   scrubName,
   scrubText,
@@ -533,6 +535,12 @@ export class Gateway {
       });
       return { payload };
     }
+    // The chain's verdict on each invocation ends its span (see OpenInvocations).
+    const open = new OpenInvocations();
+    const onOutcome = (o: InvocationOutcome) => {
+      open.settle(o);
+      telemetry.recordInvocation(o);
+    };
     const result = await runChain(
       plan,
       { payload, context },
@@ -540,8 +548,8 @@ export class Gateway {
         timeoutMs: config.chain.timeoutMs,
         signal: extra.signal,
         validatePayload: resultValidator(method),
-        onOutcome: (o) => telemetry.recordInvocation(o),
-        onAuditOutcome: (o) => telemetry.recordInvocation(o),
+        onOutcome,
+        onAuditOutcome: onOutcome,
         deferAudit: this.#audits.defer,
         coalesce: config.chain.coalesceInvocations,
         speculativeMutators: config.chain.speculativeMutators,
@@ -559,7 +567,7 @@ export class Gateway {
           );
           try {
             // The stage's context reaches each invocation (tracedInvoker makes it the parent).
-            await run(trace.setSpan(scope.trace, stageSpan));
+            await run(open.scope(trace.setSpan(scope.trace, stageSpan)));
           } finally {
             stageSpan.end();
           }

@@ -8,6 +8,7 @@ import {
   type Context,
   type Counter,
   context,
+  createContextKey,
   type Exception,
   type Histogram,
   metrics,
@@ -202,10 +203,76 @@ export function createGatewayTelemetry(): GatewayTelemetry {
   };
 }
 
+const OPEN_INVOCATIONS = createContextKey('@fleet/orchestrator open invocation spans');
+
+/**
+ * The invocation spans of one chain phase that wait for the chain's verdict on them. The
+ * chain, not the service's answer, decides an invocation's outcome: an answer that arrives
+ * after the invocation's budget ran out is a timeout, whatever it says. So a span started by
+ * {@link tracedInvoker} under a stage context that holds this registry is ended by
+ * {@link OpenInvocations.settle}, called with each outcome the chain reports (`onOutcome`,
+ * `onAuditOutcome`); within one phase an interceptor of a service is invoked at most once,
+ * which makes (service id, name) a key.
+ */
+export class OpenInvocations {
+  /** Made on the first recording span: without a tracing SDK nothing is held. */
+  #spans: Map<string, Span> | undefined;
+
+  /** `scope` (a stage's tracing context) carrying this registry to {@link tracedInvoker}. */
+  scope(scope: Context): Context {
+    return scope.setValue(OPEN_INVOCATIONS, this);
+  }
+
+  /** Hold `span` until the chain reports the outcome of that invocation. */
+  open(serviceId: string, interceptor: string, span: Span): void {
+    const key = `${serviceId}\n${interceptor}`;
+    // Never expected (one invocation per interceptor and phase); never leak a span either.
+    this.#spans ??= new Map();
+    guard(() => this.#spans?.get(key)?.end());
+    this.#spans.set(key, span);
+  }
+
+  /** End the span of the invocation `outcome` reports, with that outcome. */
+  settle(outcome: InvocationOutcome): void {
+    if (this.#spans === undefined) return;
+    const key = `${outcome.serviceId}\n${outcome.interceptor}`;
+    const span = this.#spans.get(key);
+    if (span === undefined) return;
+    this.#spans.delete(key);
+    guard(() => {
+      span.setAttributes({
+        'fleet.interceptor.type': outcome.type,
+        'fleet.interceptor.mode': outcome.mode,
+        'fleet.interceptor.outcome': outcome.outcome,
+      });
+      if (outcome.outcome === 'failed' || outcome.outcome === 'timeout') {
+        const code = outcome.error?.code;
+        span.setAttribute('error.type', code === undefined ? outcome.outcome : String(code));
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: scrubText(outcome.error?.reason ?? outcome.outcome),
+        });
+      }
+    });
+    guard(() => span.end());
+  }
+}
+
+/** What a raw answer says, for an invocation no chain settles (see {@link OpenInvocations}). */
+function answerOutcome(answer: unknown): string {
+  const result = answer as { valid?: unknown; modified?: unknown; severity?: unknown } | undefined;
+  if (result?.valid === true) return 'allowed';
+  if (result?.valid === false)
+    return result.severity === 'warn' || result.severity === 'info' ? 'warned' : 'denied';
+  return result?.modified === true ? 'modified' : 'unchanged';
+}
+
 /**
  * Wrap a service's invoker so each invocation runs in a CLIENT span named after the
  * interceptor, a child of the chain stage that runs it (its context arrives as the
- * invocation's `scope`), whose trace context the remote call carries to the service. The
+ * invocation's `scope`), whose trace context the remote call carries to the service. When
+ * the stage's context holds {@link OpenInvocations}, the chain's outcome ends the span;
+ * otherwise the answer does. The
  * span is started and ended explicitly: nothing here enters an ambient context, which on
  * Node 20 would make every promise of the process pay for context propagation.
  */
@@ -226,35 +293,34 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
         },
         parent,
       );
+      const open = span.isRecording()
+        ? (parent.getValue(OPEN_INVOCATIONS) as OpenInvocations | undefined)
+        : undefined;
+      open?.open(serviceId, params.name, span);
       const traceHeaders: Record<string, string> = {};
       guard(() => propagation.inject(trace.setSpan(parent, span), traceHeaders));
+      let answer: unknown;
       try {
-        const result = (await invoker.invoke(
+        answer = await invoker.invoke(
           params,
           traceHeaders.traceparent ? merged(options, { traceHeaders }) : options,
-        )) as { valid?: unknown; modified?: unknown; severity?: unknown } | undefined;
-        if (span.isRecording())
-          guard(() => {
-            const outcome =
-              result?.valid === true
-                ? 'allowed'
-                : result?.valid === false
-                  ? result.severity === 'warn' || result.severity === 'info'
-                    ? 'warned'
-                    : 'denied'
-                  : result?.modified === true
-                    ? 'modified'
-                    : 'unchanged';
-            span.setAttribute('fleet.interceptor.outcome', outcome);
-          });
-        return result;
+        );
       } catch (error) {
-        guard(() => span.setAttribute('fleet.interceptor.outcome', 'failed'));
-        recordScrubbedError(span, error);
+        if (!open) {
+          guard(() => span.setAttribute('fleet.interceptor.outcome', 'failed'));
+          recordScrubbedError(span, error);
+          guard(() => span.end());
+        }
         throw error;
-      } finally {
-        span.end();
       }
+      if (!open) {
+        guard(() => {
+          if (span.isRecording())
+            span.setAttribute('fleet.interceptor.outcome', answerOutcome(answer));
+          span.end();
+        });
+      }
+      return answer;
     },
   };
 }

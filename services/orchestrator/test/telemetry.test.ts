@@ -3,7 +3,7 @@
  * @fleet/telemetry): spans exported over OTLP/HTTP to an in-test receiver, metrics read from
  * `/metrics` in Prometheus text. Client-chosen text never reaches a span raw.
  */
-import { allow, defineValidator } from '@fleet/interceptor-kit';
+import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
 import { startTelemetry, type Telemetry } from '@fleet/telemetry';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
@@ -92,5 +92,109 @@ describe('gateway spans: client-chosen text is scrubbed', () => {
         expect(text).not.toContain(CARD);
       }
     }
+  });
+});
+
+/** The orchestrator's CLIENT span of one invocation of `interceptor`. */
+function invocationSpans(spans: readonly ReceivedSpan[], interceptor: string): ReceivedSpan[] {
+  return spans.filter(
+    (s) =>
+      s.kind === 3 &&
+      s.scopeName === '@fleet/orchestrator' &&
+      s.attributes['fleet.interceptor.name'] === interceptor,
+  );
+}
+
+describe('gateway spans: interceptor invocations', () => {
+  it('carry name, type, mode and outcome on each CLIENT span', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([
+      defineValidator({
+        name: 'watch',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => allow(),
+      }),
+      defineValidator({
+        name: 'tap',
+        mode: 'audit',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => allow(),
+      }),
+      defineMutator({
+        name: 'tag',
+        hooks: [{ events: ['tools/call'], phase: 'response' }],
+        handler: (payload) => modified({ ...(payload as object), tagged: true }),
+      }),
+    ]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\nchain: {auditBatchMs: 1}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    const spans = await spansWhen((all) =>
+      ['watch', 'tap', 'tag'].every((name) => invocationSpans(all, name).length > 0),
+    );
+    const attributesOf = (name: string) => {
+      const { attributes, status } = invocationSpans(spans, name)[0] as ReceivedSpan;
+      return {
+        type: attributes['fleet.interceptor.type'],
+        mode: attributes['fleet.interceptor.mode'],
+        outcome: attributes['fleet.interceptor.outcome'],
+        status: status.code,
+      };
+    };
+    expect(attributesOf('watch')).toEqual({
+      type: 'validation',
+      mode: 'active',
+      outcome: 'allowed',
+      status: 0,
+    });
+    expect(attributesOf('tap')).toEqual({
+      type: 'validation',
+      mode: 'audit',
+      outcome: 'allowed',
+      status: 0,
+    });
+    expect(attributesOf('tag')).toEqual({
+      type: 'mutation',
+      mode: 'active',
+      outcome: 'modified',
+      status: 0,
+    });
+  });
+
+  it('ends a timed-out invocation with the chain’s outcome, not the late answer', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([
+      defineValidator({
+        name: 'slowpoke',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => {
+          // Busy, not waiting: the service's own timer cannot fire either, so it answers
+          // "allowed" just after the chain stopped waiting for it.
+          const until = performance.now() + 150;
+          while (performance.now() < until);
+          return allow();
+        },
+      }),
+    ]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n    overrides: {slowpoke: {timeoutMs: 50, failOpen: true}}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    const outcome = gateway.executions.find((e) => e.result.phase === 'request')?.result.results[0];
+    expect(outcome).toMatchObject({ interceptor: 'slowpoke', outcome: 'timeout' });
+    const spans = await spansWhen((all) => invocationSpans(all, 'slowpoke').length > 0);
+    // Give the late answer time to arrive: it must not change the span.
+    await new Promise((r) => setTimeout(r, 100));
+    const [span] = invocationSpans(spans, 'slowpoke');
+    expect(span?.attributes['fleet.interceptor.outcome']).toBe('timeout');
+    expect(span?.attributes['fleet.interceptor.type']).toBe('validation');
+    expect(span?.status.code).toBe(2);
   });
 });
