@@ -57,6 +57,9 @@ export interface Orchestrator {
   close(): Promise<void>;
 }
 
+/** How long shutdown waits for calls in flight before it closes their sessions. */
+const DRAIN_TIMEOUT_MS = 15_000;
+
 /** Build the orchestrator. */
 export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   const { config, log } = deps;
@@ -181,6 +184,10 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
       await session.server.connect(transport);
     },
     async close() {
+      // Calls in flight finish first (graceful drain); then sessions and their streams close.
+      const unfinished = await mcp.drain(DRAIN_TIMEOUT_MS);
+      if (unfinished > 0)
+        log.warn({ unfinished, drainMs: DRAIN_TIMEOUT_MS }, 'closing with calls still in flight');
       await mcp.closeAll();
       activeGateway.flushAudits();
       await Promise.all(backends.map((b) => b.close()));

@@ -77,6 +77,11 @@ export interface McpIngress {
    * flight, no open stream); returns how many. Runs on a timer too.
    */
   expireIdle(now?: number): number;
+  /**
+   * Wait until no POST is being served (at most `timeoutMs`): on shutdown, calls in flight
+   * finish before their sessions close. Returns how many were still running at the deadline.
+   */
+  drain(timeoutMs: number): Promise<number>;
   closeAll(): Promise<void>;
 }
 
@@ -323,6 +328,8 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
 
   // Clients that vanish without DELETE would otherwise hold their sessions (and, at
   // MAX_SESSIONS, refuse every new one) until a restart.
+  /** POSTs being served (their answers not yet sent). */
+  let inFlight = 0;
   const idleMs = config.limits.sessionIdleMs;
   function expireIdle(now = performance.now()): number {
     let expired = 0;
@@ -346,6 +353,12 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
       return path === '/mcp' || path === '/mcp/';
     },
     handle(req, res) {
+      if (req.method === 'POST') {
+        inFlight++;
+        res.once('close', () => {
+          inFlight--;
+        });
+      }
       handle(req, res).catch((error: unknown) => {
         log.error({ err: String(error) }, 'mcp request failed');
         reject(res, 'INTERNAL', 'Internal error');
@@ -353,6 +366,12 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     },
     sessionCount: () => sessions.size,
     expireIdle,
+    async drain(timeoutMs) {
+      const deadline = performance.now() + timeoutMs;
+      while (inFlight > 0 && performance.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      return inFlight;
+    },
     async closeAll() {
       clearInterval(sweeper);
       await Promise.all(

@@ -120,7 +120,8 @@ if (stdio) {
     headersTimeoutMs: config.limits.headersTimeoutMs,
   });
   log.info({ url: listening.url }, 'orchestrator listening');
-  stopListening = () => listening.close();
+  // Longer than the orchestrator's own drain (app.ts), so calls in flight are never cut.
+  stopListening = () => listening.close(20_000);
 }
 
 if (stdio) {

@@ -190,6 +190,31 @@ describe('orchestrator process', () => {
     expect((await orchestrator.stop('SIGTERM')).code).toBe(0);
   });
 
+  it('finishes calls in flight on SIGTERM before it closes their sessions', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    const configPath = join(dir, 'fleet.yaml');
+    const prefix = `drain-${Date.now()}`;
+    writeFileSync(
+      configPath,
+      `backends:\n  - {id: fx, url: "${backend.url}"}\nregistry: {prefix: ${prefix}}\naudit: {enabled: false}\n`,
+    );
+    const orchestrator = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd: dir,
+      env: { PORT: '0', FLEET_CONFIG: configPath, LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' },
+      readyTimeoutMs: 30_000,
+    });
+    defer(() => orchestrator.stop());
+    const client = await connectClient(`${orchestrator.url}/mcp`);
+    const slow = client.callTool({ name: 'slow', arguments: { ms: 1500 } });
+    await new Promise((r) => setTimeout(r, 300));
+    const exited = orchestrator.stop('SIGTERM');
+    expect(textOf(await slow)).toBe('[fx] waited 1500 ms');
+    expect((await exited).code).toBe(0);
+  });
+
   it('refuses a bad config with a message naming the field', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
     const configPath = join(dir, 'fleet.yaml');
