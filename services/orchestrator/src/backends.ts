@@ -82,6 +82,30 @@ function isTransportFailure(error: unknown): boolean {
  * the client side adds again) and data; a transport failure is -32603 naming the backend.
  */
 function toBackendError(error: unknown, backend: string): ProtocolError {
+  // The SDK client's own failures (not the backend's answers) name the backend: a closed
+  // connection reads like every other transport failure, -32603 {backend, reason}.
+  if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+    return new ProtocolError(
+      -32603,
+      `backend "${backend}" closed the connection`,
+      { backend, reason: 'connection closed' },
+      { cause: error },
+    );
+  }
+  const timeout = (error as { data?: { timeout?: unknown } } | undefined)?.data?.timeout;
+  if (
+    error instanceof McpError &&
+    error.code === ErrorCode.RequestTimeout &&
+    typeof timeout === 'number'
+  ) {
+    // Keeps the SDK's request-timeout code (-32001), which MCP clients know, and its budget.
+    return new ProtocolError(
+      ErrorCode.RequestTimeout,
+      `backend "${backend}" timed out after ${timeout} ms`,
+      { timeout, backend, reason: 'timeout' },
+      { cause: error },
+    );
+  }
   if (error instanceof McpError) {
     return new ProtocolError(
       error.code,

@@ -42,7 +42,7 @@ describe('backend resilience', () => {
     // The SDK's request timeout (-32001), passed through with its budget.
     expect(error.code).toBe(-32001);
     expect(error.message).toMatch(/timed out/i);
-    expect(error.data).toMatchObject({ timeout: 300 });
+    expect(error.data).toMatchObject({ timeout: 300, backend: 'fx', reason: 'timeout' });
 
     // The gateway told the backend to stop working on it.
     await waitFor(() => backend.state.cancellations.some((c) => c.label === 'too-slow'), 2000);

@@ -69,7 +69,9 @@ describe('stdio backend supervision', () => {
     expect('error' in outcome).toBe(true);
     const error = (outcome as { error: unknown }).error;
     expect(error).toBeInstanceOf(McpError);
-    expect(typeof (error as McpError).code).toBe('number');
+    // Like any transport failure of a backend: -32603 naming it.
+    expect((error as McpError).code).toBe(-32603);
+    expect((error as McpError).data).toMatchObject({ reason: 'connection closed' });
     await waitFor(() => !alive(pid), 2000, 'the killed child to be gone');
 
     // The gateway restarts the child on its own (no client call needed)...
