@@ -66,7 +66,11 @@ export const FLEET_NAMES = {
     FLEET_CHAIN_PHASE: 'fleet.chain.phase',
     /** The intercepted event (the governed method, e.g. `tools/call`). */
     FLEET_CHAIN_EVENT: 'fleet.chain.event',
-    /** Chain result: `success` `validation_failed` `mutation_failed` `timeout`. */
+    /**
+     * How a chain phase ended: `success`, `validation_failed` (a validator denied),
+     * `invocation_failed` (a validator's invocation failed, none denied), `mutation_failed`,
+     * `timeout`.
+     */
     FLEET_CHAIN_STATUS: 'fleet.chain.status',
     /** `validators` | `mutators`. */
     FLEET_CHAIN_STAGE: 'fleet.chain.stage',

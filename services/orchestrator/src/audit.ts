@@ -4,6 +4,7 @@
  */
 import { type AuditRecord, type AuditRecordInput, createAuditRecord } from '@fleet/audit';
 import type { ChainExecution, ChainObserver } from './gateway.ts';
+import { chainStatusOf } from './telemetry.ts';
 
 /** Where records go: `AuditProducer.enqueue` returns at once. */
 export interface AuditSink {
@@ -13,21 +14,16 @@ export interface AuditSink {
 /** Map one chain execution to an audit record. */
 export function auditRecordOf(execution: ChainExecution): AuditRecord {
   const { result, context } = execution;
-  const denied = result.abortedAt.some((a) => a.type === 'validation');
   let status: AuditRecord['status'];
   let decision: AuditRecord['decision'];
   if (execution.backendError) {
     status = 'backend_error';
     decision = 'error';
-  } else if (result.status === 'success') {
-    status = 'success';
-    decision = 'allowed';
-  } else if (result.status === 'validation_failed') {
-    status = denied ? 'validation_failed' : 'invocation_failed';
-    decision = denied ? 'denied' : 'error';
   } else {
-    status = result.status;
-    decision = 'error';
+    // The same status as the fleet.chain.status metric label.
+    status = chainStatusOf(result);
+    decision =
+      status === 'success' ? 'allowed' : status === 'validation_failed' ? 'denied' : 'error';
   }
   const input: AuditRecordInput = {
     kind: 'chain',

@@ -25,6 +25,7 @@ import {
   withoutReservedMeta,
 } from '@fleet/core';
 import { nestedBeyond, parseTraceparent } from '@fleet/interceptor-kit';
+import { ATTR } from '@fleet/telemetry';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
@@ -54,8 +55,11 @@ import type { Logger } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
 import {
+  chainStatusOf,
+  errorTypeOf,
   type GatewayTelemetry,
   OpenInvocations,
+  type RequestStatus,
   recordScrubbedError,
   scrubName,
   scrubText,
@@ -113,6 +117,8 @@ type Extra = RequestContext;
 /** What one client request passes down to the calls it makes: its tracing context. */
 interface CallScope {
   trace: Context;
+  /** Set when a chain phase denied the request (a validator said no). */
+  denied?: boolean;
 }
 
 /** Dependencies of the gateway. */
@@ -286,18 +292,40 @@ export class Gateway {
       { kind: SpanKind.SERVER, attributes },
       parent,
     );
-    let status = 'ok';
+    const scope: CallScope = { trace: trace.setSpan(parent, span) };
+    let status: RequestStatus = 'ok';
+    let errorType: string | undefined;
     try {
-      return await this.#pipeline(session, method, params, extra, principal, target, span, {
-        trace: trace.setSpan(parent, span),
-      });
+      const result = await this.#pipeline(
+        session,
+        method,
+        params,
+        extra,
+        principal,
+        target,
+        span,
+        scope,
+      );
+      if (scope.denied) status = 'denied'; // answered as an isError tool result
+      return result;
     } catch (error) {
-      status = 'error';
-      recordScrubbedError(span, error);
+      const code = (error as { code?: unknown }).code;
+      if (typeof code === 'number')
+        safely(() => span.setAttribute(ATTR.RPC_RESPONSE_STATUS_CODE, String(code)));
+      if (scope.denied) {
+        // A policy decision, not a failure of the gateway: no exception, status left unset.
+        status = 'denied';
+      } else {
+        status = 'error';
+        errorType = errorTypeOf(error);
+        recordScrubbedError(span, error);
+        safely(() => span.setAttribute(ATTR.ERROR_TYPE, errorType as string));
+      }
       throw error;
     } finally {
+      safely(() => span.setAttribute(ATTR.FLEET_REQUEST_STATUS, status));
       span.end();
-      telemetry.recordRequest(method, status, performance.now() - started);
+      telemetry.recordRequest(method, status, performance.now() - started, errorType);
     }
   }
 
@@ -577,6 +605,7 @@ export class Gateway {
     telemetry.recordChain(result);
     this.#observe({ result, method, target, backend, context });
     if (result.status === 'success') return { payload: result.finalPayload };
+    if (chainStatusOf(result) === 'validation_failed') scope.denied = true;
     if (method === 'tools/call' && config.chain.denyAs === 'toolResult') {
       return { denied: chainAbortToToolResult(result) as Result };
     }
@@ -755,6 +784,7 @@ export class Gateway {
       },
       parent,
     );
+    let errorType: string | undefined;
     try {
       const answer = backend.request(method, forwarded, {
         signal,
@@ -766,18 +796,20 @@ export class Gateway {
       // A backend's reserved _meta keys never reach the client as the gateway's word.
       return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
     } catch (error) {
+      errorType = errorTypeOf(error);
       // A backend's error text may quote the arguments it was sent.
-      safely(() =>
+      safely(() => {
         span.setStatus({
           code: SpanStatusCode.ERROR,
           message: scrubText((error as Error).message),
-        }),
-      );
+        });
+        span.setAttribute(ATTR.ERROR_TYPE, errorType as string);
+      });
       throw error;
     } finally {
       span.end();
       unlink();
-      telemetry.recordBackend(backend.id, method, performance.now() - started);
+      telemetry.recordBackend(backend.id, method, performance.now() - started, errorType);
       const i = list.indexOf(flight);
       if (i >= 0) list.splice(i, 1);
     }

@@ -4,13 +4,12 @@
  */
 import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
 import { createPiiEngine, type PiiEngine } from '@fleet/pii';
+import { createFleetMetrics } from '@fleet/telemetry';
 import {
   type Context,
-  type Counter,
   context,
   createContextKey,
   type Exception,
-  type Histogram,
   metrics,
   propagation,
   type Span,
@@ -20,18 +19,38 @@ import {
   trace,
 } from '@opentelemetry/api';
 
+/** How the gateway answered one request (`fleet.request.status`). */
+export type RequestStatus = 'ok' | 'denied' | 'error';
+
+/**
+ * How one chain phase ended (`fleet.chain.status`): the engine's status, except that a
+ * validator stage that stopped only because invocations failed (no validator said no) is
+ * `invocation_failed`, not `validation_failed` — the audit record tells them apart the same way.
+ */
+export type ChainStatus = ChainResult['status'] | 'invocation_failed';
+
+/** The {@link ChainStatus} of `result`. */
+export function chainStatusOf(result: ChainResult): ChainStatus {
+  if (result.status !== 'validation_failed') return result.status;
+  return result.abortedAt.some((a) => a.type === 'validation')
+    ? 'validation_failed'
+    : 'invocation_failed';
+}
+
 /** Tracer and metric recorders used by the gateway. */
 export interface GatewayTelemetry {
   tracer: Tracer;
-  recordRequest(method: string, status: string, durationMs: number): void;
+  /** `errorType`: a low-cardinality class of the failure when `status` is `error`. */
+  recordRequest(
+    method: string,
+    status: RequestStatus,
+    durationMs: number,
+    errorType?: string,
+  ): void;
   recordChain(result: ChainResult): void;
   recordInvocation(outcome: InvocationOutcome): void;
-  recordBackend(backend: string, method: string, durationMs: number): void;
+  recordBackend(backend: string, method: string, durationMs: number, errorType?: string): void;
 }
-
-const LATENCY_BUCKETS_MS = [
-  0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-];
 
 /**
  * The MCP methods (both directions, every revision the gateway serves) whose names may
@@ -151,56 +170,54 @@ function guard(fn: () => void): void {
   }
 }
 
-/** Build the gateway's telemetry from the global OpenTelemetry API. */
+/**
+ * Build the gateway's telemetry from the global OpenTelemetry API. The instruments are
+ * `@fleet/telemetry`'s (`createFleetMetrics`): names, attribute names and histogram buckets
+ * are defined there, once.
+ */
 export function createGatewayTelemetry(): GatewayTelemetry {
-  const meter = metrics.getMeter('@fleet/orchestrator');
-  const histogram = (name: string, description: string): Histogram =>
-    meter.createHistogram(name, {
-      unit: 'ms',
-      description,
-      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_MS },
-    });
-  const request = histogram('fleet.request.duration', 'MCP request duration at the gateway');
-  const chain = histogram('fleet.chain.duration', 'Duration of one chain phase');
-  const invocation = histogram(
-    'fleet.interceptor.duration',
-    'Duration of one interceptor invocation',
-  );
-  const backend = histogram('fleet.backend.duration', 'Duration of one backend call');
-  const aborts: Counter = meter.createCounter('fleet.chain.aborts', {
-    description: 'Chain aborts by type and interceptor',
-  });
+  const fleet = createFleetMetrics(metrics.getMeter('@fleet/orchestrator'));
   return {
     tracer: trace.getTracer('@fleet/orchestrator'),
-    recordRequest: (method, status, durationMs) =>
-      guard(() => request.record(durationMs, { 'mcp.method.name': methodLabel(method), status })),
-    recordChain: (result) =>
-      guard(() => {
-        chain.record(result.totalDurationMs, {
-          'fleet.chain.event': methodLabel(result.event),
-          'fleet.chain.phase': result.phase,
-          'fleet.chain.status': result.status,
-        });
-        for (const abort of result.abortedAt)
-          aborts.add(1, { type: abort.type, 'fleet.interceptor.name': abort.interceptor });
-      }),
+    recordRequest: (method, status, durationMs, errorType) =>
+      fleet.recordRequest(durationMs, { method: methodLabel(method), status, errorType }),
+    recordChain: (result) => {
+      fleet.recordChain(result.totalDurationMs, {
+        event: methodLabel(result.event),
+        phase: result.phase,
+        status: chainStatusOf(result),
+      });
+      for (const abort of result.abortedAt)
+        fleet.countAbort({ type: abort.type, interceptor: abort.interceptor, phase: abort.phase });
+    },
     recordInvocation: (o) =>
-      guard(() =>
-        invocation.record(o.durationMs, {
-          'fleet.interceptor.name': o.interceptor,
-          'fleet.interceptor.type': o.type,
-          'fleet.interceptor.mode': o.mode,
-          'fleet.interceptor.outcome': o.outcome,
-        }),
-      ),
-    recordBackend: (id, method, durationMs) =>
-      guard(() =>
-        backend.record(durationMs, {
-          'fleet.backend.id': id,
-          'mcp.method.name': methodLabel(method),
-        }),
-      ),
+      fleet.recordInterceptor(o.durationMs, {
+        interceptor: o.interceptor,
+        outcome: o.outcome,
+        service: o.serviceId,
+        type: o.type,
+        mode: o.mode,
+        phase: o.phase,
+      }),
+    recordBackend: (id, method, durationMs, errorType) =>
+      fleet.recordBackend(durationMs, {
+        backend: id,
+        method: methodLabel(method),
+        status: errorType === undefined ? 'ok' : 'error',
+        errorType,
+      }),
   };
+}
+
+/**
+ * A low-cardinality class of `error` for `error.type`: its JSON-RPC code (`-32603`), else a
+ * string code (`BACKEND_UNAVAILABLE`), else its name.
+ */
+export function errorTypeOf(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  if (typeof code === 'number' && Number.isInteger(code)) return String(code);
+  if (typeof code === 'string' && code.length > 0 && code.length <= 64) return code;
+  return typeof name === 'string' && name.length > 0 && name.length <= 64 ? name : '_OTHER';
 }
 
 const OPEN_INVOCATIONS = createContextKey('@fleet/orchestrator open invocation spans');

@@ -3,12 +3,20 @@
  * @fleet/telemetry): spans exported over OTLP/HTTP to an in-test receiver, metrics read from
  * `/metrics` in Prometheus text. Client-chosen text never reaches a span raw.
  */
-import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
+
+import { createServer } from 'node:http';
+import { allow, defineMutator, defineValidator, deny, modified } from '@fleet/interceptor-kit';
 import { startTelemetry, type Telemetry } from '@fleet/telemetry';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connectClient, defer, serveInterceptors, startGateway } from './harness.ts';
+import {
+  connectClient,
+  defer,
+  listenLoopback,
+  serveInterceptors,
+  startGateway,
+} from './harness.ts';
 
 let receiver: OtlpReceiver;
 let telemetry: Telemetry;
@@ -196,5 +204,122 @@ describe('gateway spans: interceptor invocations', () => {
     expect(span?.attributes['fleet.interceptor.outcome']).toBe('timeout');
     expect(span?.attributes['fleet.interceptor.type']).toBe('validation');
     expect(span?.status.code).toBe(2);
+  });
+});
+
+/** `/metrics` of the test's pipeline (Prometheus text). */
+async function scrape(): Promise<string> {
+  const base = await listenLoopback(createServer(telemetry.metricsHandler));
+  return (await fetch(`${base}/metrics`)).text();
+}
+
+/** The Prometheus sample lines of `metric` whose labels include every one of `labels`. */
+function samples(text: string, metric: string, labels: Record<string, string>): string[] {
+  return text
+    .split('\n')
+    .filter(
+      (line) =>
+        line.startsWith(`${metric}{`) &&
+        Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)),
+    );
+}
+
+/** The sum of the sample values of Prometheus `lines`. */
+function sum(lines: string[]): number {
+  return lines.reduce((total, line) => total + Number(line.split(' ').at(-1)), 0);
+}
+
+describe('gateway metrics and request status', () => {
+  it('counts a denial as denied (not error), tells an invocation failure from a denial, and labels aborts from the names table', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([
+      defineValidator({
+        name: 'metrics-guard',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: (payload) =>
+          JSON.stringify(payload).includes('forbidden') ? deny('forbidden word') : allow(),
+      }),
+      defineValidator({
+        name: 'metrics-broken',
+        hooks: [{ events: ['prompts/get'], phase: 'request' }],
+        handler: () => {
+          throw new Error('boom');
+        },
+      }),
+    ]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    const before = await scrape();
+    await expect(
+      client.callTool({ name: 'echo', arguments: { text: 'forbidden' } }),
+    ).rejects.toMatchObject({ code: -32602 });
+    await expect(client.getPrompt({ name: 'plain' })).rejects.toMatchObject({ code: -32603 });
+    const text = await scrape();
+    /** How much `metric` (summed over lines with `labels`) grew during the two calls. */
+    const grew = (metric: string, labels: Record<string, string>) =>
+      sum(samples(text, metric, labels)) - sum(samples(before, metric, labels));
+
+    const request = 'fleet_request_duration_count';
+    expect(grew(request, { mcp_method_name: 'tools/call', fleet_request_status: 'denied' })).toBe(
+      1,
+    );
+    expect(grew(request, { mcp_method_name: 'tools/call', fleet_request_status: 'error' })).toBe(0);
+    expect(
+      grew(request, {
+        mcp_method_name: 'prompts/get',
+        fleet_request_status: 'error',
+        error_type: '-32603',
+      }),
+    ).toBe(1);
+    const chain = 'fleet_chain_duration_count';
+    expect(
+      grew(chain, { fleet_chain_event: 'tools/call', fleet_chain_status: 'validation_failed' }),
+    ).toBe(1);
+    expect(
+      grew(chain, { fleet_chain_event: 'prompts/get', fleet_chain_status: 'invocation_failed' }),
+    ).toBe(1);
+    expect(
+      grew(chain, { fleet_chain_event: 'prompts/get', fleet_chain_status: 'validation_failed' }),
+    ).toBe(0);
+    const aborts = 'fleet_chain_aborts_total';
+    expect(
+      grew(aborts, {
+        fleet_chain_abort_type: 'validation',
+        fleet_interceptor_name: 'metrics-guard',
+        fleet_chain_phase: 'request',
+      }),
+    ).toBe(1);
+    expect(
+      grew(aborts, {
+        fleet_chain_abort_type: 'invocation',
+        fleet_interceptor_name: 'metrics-broken',
+        fleet_chain_phase: 'request',
+      }),
+    ).toBe(1);
+    expect(text).not.toMatch(/fleet_chain_aborts_total\{[^}]*\btype=/);
+    // The documented buckets (@fleet/telemetry DURATION_BUCKETS_MS), on every histogram.
+    for (const le of ['0.1', '2.5', '10000', '30000'])
+      expect(samples(text, 'fleet_request_duration_bucket', { le })).not.toEqual([]);
+    expect(samples(text, 'fleet_request_duration_bucket', { le: '2' })).toEqual([]);
+
+    // The denial's SERVER span says so, without an exception event.
+    const spans = await spansWhen((all) =>
+      all.some((s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'tools/call'),
+    );
+    const denied = spans.find(
+      (s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'tools/call',
+    );
+    expect(denied?.attributes['fleet.request.status']).toBe('denied');
+    expect(denied?.attributes['rpc.response.status_code']).toBe('-32602');
+    expect(denied?.events.filter((e) => e.name === 'exception')).toEqual([]);
+    const failed = spans.find(
+      (s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'prompts/get',
+    );
+    expect(failed?.attributes['fleet.request.status']).toBe('error');
+    expect(failed?.status.code).toBe(2);
   });
 });
