@@ -7,28 +7,72 @@
  * A number of one repeated digit is never a card. When a grouped run does not validate, it is
  * retried once without a trailing group of ≤ 4 digits ("4111 1111 1111 1111 12/27" → the
  * card), if at least 13 digits remain.
+ *
+ * Boundaries: a card number may be glued to `_` and separators on either side (`card-4111…`,
+ * `cust_4111…`, `cc=4111…`, `/4111….txt`): identifiers, file names and query strings carry
+ * them that way. Right next to a letter (`x4111…`, `U62928788557186`) it scores at most 0.3 and
+ * needs a card word: ids with a letter prefix (licences, passports, accounts) pass Luhn one time
+ * in ten. It is refused inside a longer number: next to a digit
+ * of any script, after `+` (an E.164 phone, an exponent), after a digit and `-` or `.`
+ * (`1.4111…`: a decimal fraction such as a serialized float, a version; `2024-4111…`: part of a
+ * compound id) or before `-`/`.` and a digit. A number glued to ASCII letters is also refused
+ * when the whole alphanumeric word is hexadecimal, or a `0x` literal (`deadbeef4111…`, `0x4111…`):
+ * hashes and hex ids hold long decimal runs by chance.
  */
 
+import { codeAt } from './chars.ts';
 import { groupsInRuns } from './digits.ts';
 import {
-  ASCII_NOT_AFTER_WORD,
-  ASCII_NOT_BEFORE_WORD,
   allSameChar,
   type Candidate,
   contextRule,
   digitRunsOf,
   forEachMatchAt,
   HAS_DIGIT,
+  isNumberCharAt,
   isWordCharAt,
   luhnValid,
   type Recognizer,
 } from './recognizer.ts';
 
-/** The card run (sticky; exported for tests). */
-export const CARD_RUN = new RegExp(
-  `${ASCII_NOT_AFTER_WORD}(?<![\\-.+])\\d(?:[ \\-]?\\d){11,22}${ASCII_NOT_BEFORE_WORD}(?![\\-.]\\d)`,
-  'y',
-);
+/**
+ * The card run (sticky; exported for tests). ASCII only: digits of other scripts next to it
+ * are checked on each match ({@link isNumberCharAt}).
+ */
+export const CARD_RUN = /(?<![0-9+])(?<![0-9][-.])\d(?:[ -]?\d){11,22}(?![0-9])(?![-.]\d)/y;
+
+function isAsciiAlnum(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+function isHexDigit(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+}
+
+/** Highest score of a number right next to a letter: it needs a card word. */
+const LETTER_GLUED_SCORE = 0.3;
+
+/** Whether the character at `index` is a letter that continues a word (not `_`, not a digit). */
+function isLetterAt(text: string, index: number): boolean {
+  return codeAt(text, index) !== 95 && isWordCharAt(text, index) && !isNumberCharAt(text, index);
+}
+
+/**
+ * Whether the number at `text[start, end)` is glued to ASCII letters or digits and the word they
+ * form is hexadecimal (`deadbeef4111…`) or a `0x` literal: a hash or hex id, not a card.
+ */
+export function inHexWord(text: string, start: number, end: number): boolean {
+  let a = start;
+  while (isAsciiAlnum(codeAt(text, a - 1))) a--;
+  let b = end;
+  while (isAsciiAlnum(codeAt(text, b))) b++;
+  if (a === start && b === end) return false;
+  let i = a;
+  if (start - a >= 2 && codeAt(text, a) === 48 && (codeAt(text, a + 1) | 32) === 120) i = a + 2;
+  for (; i < start; i++) if (!isHexDigit(text.charCodeAt(i))) return false;
+  for (let j = end; j < b; j++) if (!isHexDigit(text.charCodeAt(j))) return false;
+  return true;
+}
 
 type Range = readonly [lo: number, hi: number, prefixDigits: number, lengths: readonly number[]];
 
@@ -159,12 +203,17 @@ export const creditCardRecognizer: Recognizer = {
         const s = score(digits);
         if (s === 0) continue;
         const end = m.index + kept.join(seps[0] ?? '').length;
-        if (isWordCharAt(text, m.index - 1) || (kept === groups && isWordCharAt(text, end))) return;
+        if (isNumberCharAt(text, m.index - 1) || (kept === groups && isNumberCharAt(text, end))) {
+          return;
+        }
+        if (inHexWord(text, m.index, end)) return;
+        const letterGlued =
+          isLetterAt(text, m.index - 1) || (kept === groups && isLetterAt(text, end));
         out.push({
           type: 'CREDIT_CARD',
           start: m.index,
           end,
-          score: s,
+          score: letterGlued ? Math.min(s, LETTER_GLUED_SCORE) : s,
           recognizer: 'credit-card',
           context: CONTEXT,
         });

@@ -3,17 +3,17 @@
  * with single spaces. Validated against the IBAN registry's length for the country and the
  * ISO 7064 mod-97-10 checksum. The span ends exactly at the country's length, so trailing
  * words ("… 32 to my account") are never swallowed; a compact value that runs on into more
- * letters or digits is rejected.
+ * letters or digits is rejected. `_` bounds it like a blank (`acct_GB82WEST…`,
+ * `GB82WEST…_2024.pdf`): it cannot be part of an IBAN, so the span is not ambiguous.
  */
 
 import { codeAt } from './chars.ts';
 import {
-  ASCII_NOT_AFTER_WORD,
   type Candidate,
   contextRule,
   digitRunsOf,
   HAS_DIGIT,
-  isBounded,
+  isWordCharAt,
   type Recognizer,
 } from './recognizer.ts';
 
@@ -111,22 +111,24 @@ export const IBAN_LENGTHS: Readonly<Record<string, number>> = {
 };
 
 /** Exported for tests (sticky). */
-export const IBAN_CANDIDATE = new RegExp(
-  `${ASCII_NOT_AFTER_WORD}[A-Za-z]{2}\\d{2}(?: ?[A-Za-z0-9]){11,30}`,
-  'y',
-);
+export const IBAN_CANDIDATE = /(?<![0-9A-Za-z])[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}/y;
 
 function isAsciiLetter(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-function isAsciiWord(c: number): boolean {
-  return isAsciiLetter(c) || (c >= 48 && c <= 57) || c === 95;
+function isAsciiAlnum(c: number): boolean {
+  return isAsciiLetter(c) || (c >= 48 && c <= 57);
+}
+
+/** Whether the character at `index` continues the IBAN's word (`_` does not: see above). */
+function continuesWord(text: string, index: number): boolean {
+  return codeAt(text, index) !== 95 && isWordCharAt(text, index);
 }
 
 /**
  * Whether a candidate may start at `p`, two before the digit group at `p + 2`: two ASCII
- * letters, two digits, no ASCII word character before.
+ * letters, two digits, no ASCII letter or digit before.
  */
 function mayStart(text: string, p: number): boolean {
   const d = codeAt(text, p + 3);
@@ -135,7 +137,7 @@ function mayStart(text: string, p: number): boolean {
     isAsciiLetter(codeAt(text, p + 1)) &&
     d >= 48 &&
     d <= 57 &&
-    !isAsciiWord(codeAt(text, p - 1))
+    !isAsciiAlnum(codeAt(text, p - 1))
   );
 }
 
@@ -194,7 +196,7 @@ export const ibanRecognizer: Recognizer = {
       const value = raw.slice(0, end);
       const compact = value.replace(/ /g, '').toUpperCase();
       if (!ibanChecksumValid(compact)) continue;
-      if (!isBounded(text, m.index, m.index + end)) continue;
+      if (continuesWord(text, m.index - 1) || continuesWord(text, m.index + end)) continue;
       resume = m.index + end;
       out.push({
         type: 'IBAN_CODE',

@@ -29,6 +29,11 @@ describe('PHONE_NUMBER', () => {
     ['Desk: +1-903-140-4508x769', '+1-903-140-4508x769'],
     ['001-518-640-0854 mobile', '001-518-640-0854'],
     ['Tel. 0171/1234567', '0171/1234567'],
+    // glued to a word: needs a phone word
+    ['tel:+14155552671', '+14155552671'],
+    ['phone_4155552671', '4155552671'],
+    ['phone-415-555-2671', '415-555-2671'],
+    ['mobile%2B14155552671', '14155552671'],
   ])('finds %j', (text, value) => {
     expect(found(text)).toEqual([value]);
   });
@@ -48,6 +53,15 @@ describe('PHONE_NUMBER', () => {
     '4829 1736 5012 3387 and more',
     'Invoice 2019-1234-56 paid',
     'Temperature 36.6 and 12345.678',
+    // glued to a word without a phone word: ids, part numbers
+    'INV-4155552671',
+    'x/4155552671.txt',
+    'id_+14155552671',
+    '4155552671abc',
+    // inside a longer number
+    '12:30:45.4155552671',
+    '%204155552671',
+    'text 0001-01-01T00:00:00Z',
   ])('ignores %j', (text) => {
     expect(found(text)).toEqual([]);
   });

@@ -25,14 +25,13 @@ import maxMetadata from 'libphonenumber-js/max/metadata';
 import { codeAt } from './chars.ts';
 import { groupsInRuns } from './digits.ts';
 import {
-  ASCII_NOT_AFTER_WORD,
-  ASCII_NOT_BEFORE_WORD,
   type Candidate,
   contextRule,
   digitRunsOf,
   forEachMatchAt,
   HAS_DIGIT,
-  isBounded,
+  isNumberCharAt,
+  isWordCharAt,
   memoize,
   type Recognizer,
   type RecognizerEnv,
@@ -41,15 +40,41 @@ import {
 
 const GROUP = String.raw`\d{1,12}`;
 const PAREN = String.raw`\(\d{1,5}\)`;
-/** The phone run (sticky; exported for tests). */
+/**
+ * The phone run (sticky; exported for tests). Never inside a longer number: not next to a
+ * digit, not after `+`, `@`, `%` (`%2B…` is caught as glued to `B`), nor after a digit and
+ * one of `+ - . / : # @ %`; not before `. - / :` and a digit, nor before a letter and a digit
+ * (`0001-01-01T00:00:00Z`).
+ */
 export const PHONE_RUN = new RegExp(
-  `${ASCII_NOT_AFTER_WORD}(?<![+\\-.\\/:#@%])` +
+  String.raw`(?<![0-9+@%])(?<![0-9+@%][\-.\/:#])` +
     String.raw`(?:\+ ?)?(?:${PAREN} ?${GROUP}|${GROUP})(?:(?: - |[ .\/\-]| ?${PAREN} ?)${GROUP})*` +
     // Group 1: the extension (numbered, not named: a groups object per match costs).
     String.raw`( ?(?:[xX]|[eE][xX][tT]\.?|extension|#) ?\d{1,6})?` +
-    `${ASCII_NOT_BEFORE_WORD}(?![.\\-\\/:]\\d)`,
+    String.raw`(?![0-9])(?![.\-\/:]\d)(?![A-Za-z]\d)`,
   'y',
 );
+
+/**
+ * Whether the run `text[start, end)` is glued to a word: a letter or `_` right next to it, or
+ * one of `- . / : #` right before it (`phone_4155552671`, `tel:+14155552671`, `INV-4155552671`).
+ * Ids and part numbers look the same, so such a run is reported only with a phone word.
+ */
+function isGlued(text: string, start: number, end: number): boolean {
+  const before = codeAt(text, start - 1);
+  return (
+    isWordCharAt(text, start - 1) ||
+    isWordCharAt(text, end) ||
+    before === 45 || // -
+    before === 46 || // .
+    before === 47 || // /
+    before === 58 || // :
+    before === 35 // #
+  );
+}
+
+/** Score of a glued run: it needs a phone word (+0.35) to reach the default threshold. */
+const GLUED_SCORE = 0.2;
 
 /**
  * Where a run may start (ascending): the digit groups of the digit runs holding at least 7
@@ -341,7 +366,10 @@ export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
     find(text: string, _env: RecognizerEnv, out: Candidate[], scans?: TextScans) {
       forEachMatchAt(PHONE_RUN, text, runStarts(text, scans), (m) => {
         // Most runs are short numbers (years, counts, ids): fewer than 7 characters cannot hold 7 digits.
-        if (m[0].length < 7 || !isBounded(text, m.index, m.index + m[0].length)) return;
+        const end = m.index + m[0].length;
+        if (m[0].length < 7 || isNumberCharAt(text, m.index - 1) || isNumberCharAt(text, end)) {
+          return;
+        }
         const ext = m[1] ?? '';
         const main = m[0].slice(0, m[0].length - ext.length);
         const groups = groupsIfPlausible(main);
@@ -350,10 +378,22 @@ export function createPhoneRecognizer(metadata: MetadataJson): Recognizer {
         // the number is reported (e.g. not when a phone word is next to it).
         const plus = main.charCodeAt(0) === 43;
         const separated = groups > 1;
+        if (isGlued(text, m.index, end)) {
+          // Not validated: a valid number glued to a word is no more likely a phone.
+          out.push({
+            type: 'PHONE_NUMBER',
+            start: m.index,
+            end,
+            score: GLUED_SCORE,
+            recognizer: 'phone',
+            context: CONTEXT,
+          });
+          return;
+        }
         out.push({
           type: 'PHONE_NUMBER',
           start: m.index,
-          end: m.index + m[0].length,
+          end,
           score: plus ? 0.75 : separated ? 0.6 : 0.35,
           floor: plus || separated ? 0.3 : 0.2,
           refine,

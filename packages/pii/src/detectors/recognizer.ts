@@ -248,6 +248,22 @@ export function isWordCharAt(text: string, index: number): boolean {
   return WORD_CHAR.test(ch) && !UNSPACED_CHAR.test(ch);
 }
 
+const NUMBER_CHAR = /\p{N}/u;
+
+/**
+ * Whether the character at `index` is a digit of any script (`\p{N}`): what continues a
+ * number, so a value glued to it is part of a longer number. False outside the text.
+ */
+export function isNumberCharAt(text: string, index: number): boolean {
+  if (index < 0 || index >= text.length) return false;
+  const code = text.charCodeAt(index);
+  if (code < 128) return code >= 48 && code <= 57;
+  let ch = text[index] ?? '';
+  if (code >= 0xdc00 && code <= 0xdfff && index > 0) ch = text.slice(index - 1, index + 1);
+  else if (code >= 0xd800 && code <= 0xdbff) ch = text.slice(index, index + 2);
+  return NUMBER_CHAR.test(ch);
+}
+
 /** Whether `text[start, end)` touches no word on either side (see {@link isWordCharAt}). */
 export function isBounded(text: string, start: number, end: number): boolean {
   return !isWordCharAt(text, start - 1) && !isWordCharAt(text, end);

@@ -5,27 +5,40 @@
  * 078-05-1120 from the Woolworth wallet insert, 219-09-9999). Areas 734–749 and 773–899 are
  * accepted: since 2011 areas are assigned randomly.
  * Scores: dashed 0.5, spaced or dotted 0.4, bare 9 digits 0.2; SSN words add 0.35.
+ * A number glued to a word (`ssn_536-22-8726`, `x-536-22-8726`, `/536-22-8726.pdf`: a letter
+ * or `_` right next to it, or `-`, `.`, `/` right before it) scores
+ * 0.2 whatever its shape: part numbers and ids look the same, so it needs an SSN word. Never
+ * inside a longer number (a digit of any script next to it, `+` before it, a digit and `-`,
+ * `.` or `/` before it, or `-`, `.`, `/` and a digit after it).
  */
 
 import { groupsInRuns } from './digits.ts';
 import {
-  ASCII_NOT_AFTER_WORD,
-  ASCII_NOT_BEFORE_WORD,
   allSameChar,
   type Candidate,
   contextRule,
   digitRunsOf,
   forEachMatchAt,
   HAS_DIGIT,
-  isBounded,
+  isNumberCharAt,
+  isWordCharAt,
   type Recognizer,
 } from './recognizer.ts';
 
 /** Exported for tests (sticky). */
-export const SSN = new RegExp(
-  `${ASCII_NOT_AFTER_WORD}(?<![\\-.\\/+])(\\d{3})([\\- .]?)(\\d{2})\\2(\\d{4})${ASCII_NOT_BEFORE_WORD}(?![\\-.\\/]\\d)`,
-  'y',
-);
+export const SSN = /(?<![0-9+])(?<![0-9][-./])(\d{3})([- .]?)(\d{2})\2(\d{4})(?![0-9])(?![-./]\d)/y;
+
+/** Whether `text[start, end)` touches a word, or `-`, `.`, `/` before it (see the module comment). */
+function isGlued(text: string, start: number, end: number): boolean {
+  const before = text.charCodeAt(start - 1);
+  return (
+    isWordCharAt(text, start - 1) ||
+    isWordCharAt(text, end) ||
+    before === 45 || // -
+    before === 46 || // .
+    before === 47 // /
+  );
+}
 
 const PUBLISHED = new Set(['123456789', '078051120', '219099999']);
 
@@ -50,15 +63,16 @@ export const usSsnRecognizer: Recognizer = {
   find(text, _env, out: Candidate[], scans) {
     // Tried at the digit groups of runs with 9 digits or more.
     forEachMatchAt(SSN, text, groupsInRuns(digitRunsOf(text, scans), 9), (m) => {
-      if (!isBounded(text, m.index, m.index + m[0].length)) return;
+      const end = m.index + m[0].length;
+      if (isNumberCharAt(text, m.index - 1) || isNumberCharAt(text, end)) return;
       const digits = `${m[1]}${m[3]}${m[4]}`;
       if (!ssnValid(digits)) return;
       const sep = m[2];
       out.push({
         type: 'US_SSN',
         start: m.index,
-        end: m.index + m[0].length,
-        score: sep === '-' ? 0.5 : sep === '' ? 0.2 : 0.4,
+        end,
+        score: isGlued(text, m.index, end) ? 0.2 : sep === '-' ? 0.5 : sep === '' ? 0.2 : 0.4,
         recognizer: 'us-ssn',
         context: CONTEXT,
       });
