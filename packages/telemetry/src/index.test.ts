@@ -12,6 +12,7 @@ it('exports exactly the curated runtime names', () => {
     'METRIC',
     'QUEUE',
     'SPAN',
+    'chainStageSpanName',
     'createFleetMetrics',
     'currentTraceIds',
     'extractTraceContext',

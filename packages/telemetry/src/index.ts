@@ -8,6 +8,7 @@ export { createFleetMetrics, DURATION_BUCKETS_MS } from './metrics.ts';
 export type { FleetAttributeName, FleetMetricName } from './names.ts';
 export {
   ATTR,
+  chainStageSpanName,
   FLEET_NAMES,
   interceptorInvokeSpanName,
   METRIC,

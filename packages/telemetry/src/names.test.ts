@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ATTR,
+  chainStageSpanName,
   FLEET_NAMES,
   interceptorInvokeSpanName,
   METRIC,
@@ -66,6 +67,11 @@ describe('span names', () => {
     ['tools/list', undefined, 'tools/list'],
   ])('mcpSpanName(%s, %s) = %s', (method, target, expected) => {
     expect(mcpSpanName(method, target)).toBe(expected);
+  });
+
+  it('names a chain stage by phase and stage', () => {
+    expect(chainStageSpanName('request', 'validators')).toBe('fleet.chain request validators');
+    expect(chainStageSpanName('response', 'mutators')).toBe('fleet.chain response mutators');
   });
 
   it('names an invocation like the interceptor-kit server span', () => {

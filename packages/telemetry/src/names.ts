@@ -9,12 +9,12 @@
 export const FLEET_NAMES = {
   span: {
     /**
-     * A chain phase run by the orchestrator (INTERNAL), named by phase. The ingress span of an
-     * MCP request itself is named by {@link mcpSpanName} (`tools/call get_weather`).
+     * Prefix of one stage of a chain phase run by the orchestrator (INTERNAL):
+     * `fleet.chain {phase} {stage}`, e.g. `fleet.chain request validators` (see
+     * {@link chainStageSpanName}). The ingress span of an MCP request itself is named by
+     * {@link mcpSpanName} (`tools/call get_weather`).
      */
-    CHAIN_REQUEST: 'fleet.chain request',
-    /** The response phase of the chain (INTERNAL). */
-    CHAIN_RESPONSE: 'fleet.chain response',
+    CHAIN_STAGE: 'fleet.chain',
     /**
      * Prefix of an interceptor invocation: `interceptor/invoke {name}` (CLIENT in the
      * orchestrator, SERVER in the interceptor service).
@@ -134,4 +134,15 @@ export function mcpSpanName(method: string, target?: string): string {
 /** The span name of one interceptor invocation: `interceptor/invoke {name}`. */
 export function interceptorInvokeSpanName(interceptor: string): string {
   return `${SPAN.INTERCEPTOR_INVOKE} ${interceptor}`;
+}
+
+/**
+ * The span name of one stage of a chain phase: `fleet.chain {phase} {stage}`, e.g.
+ * `fleet.chain request validators`.
+ */
+export function chainStageSpanName(
+  phase: 'request' | 'response',
+  stage: 'validators' | 'mutators',
+): string {
+  return `${SPAN.CHAIN_STAGE} ${phase} ${stage}`;
 }

@@ -7,7 +7,7 @@ import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { context, diag, metrics, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, METRIC, SPAN } from './names.ts';
+import { ATTR, chainStageSpanName, METRIC } from './names.ts';
 import { extractTraceContext, injectTraceHeaders } from './propagation.ts';
 import { currentTraceIds, withSpan } from './spans.ts';
 import { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
@@ -274,7 +274,7 @@ describe('startTelemetry: traces', () => {
         // A library's tracer from the global API lands in the same trace.
         await withSpan(
           trace.getTracer('library'),
-          SPAN.CHAIN_REQUEST,
+          chainStageSpanName('request', 'validators'),
           {
             attributes: {
               [ATTR.FLEET_CHAIN_EVENT]: 'tools/call',
@@ -294,7 +294,7 @@ describe('startTelemetry: traces', () => {
     await telemetry.forceFlush();
     const spans = await otlp.waitFor((all) => all.length >= 2);
     const parent = spans.find((s) => s.name === 'tools/call get_weather');
-    const child = spans.find((s) => s.name === SPAN.CHAIN_REQUEST);
+    const child = spans.find((s) => s.name === chainStageSpanName('request', 'validators'));
 
     expect(parent).toMatchObject({
       traceId: ids.trace,

@@ -25,7 +25,7 @@ import {
   withoutReservedMeta,
 } from '@fleet/core';
 import { nestedBeyond, parseTraceparent } from '@fleet/interceptor-kit';
-import { ATTR } from '@fleet/telemetry';
+import { ATTR, chainStageSpanName, mcpSpanName } from '@fleet/telemetry';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
@@ -277,18 +277,19 @@ export class Gateway {
     };
     if (principal.id) attributes['fleet.principal.id'] = principal.id;
     if (session.id) attributes['mcp.session.id'] = session.id;
-    if (target !== undefined)
+    const shownTarget = target === undefined ? undefined : scrubName(target);
+    if (shownTarget !== undefined)
       attributes[
         method.startsWith('tools/')
-          ? 'mcp.tool.name'
+          ? ATTR.MCP_TOOL_NAME
           : method.startsWith('prompts/')
-            ? 'mcp.prompt.name'
-            : 'mcp.resource.uri'
-      ] = scrubName(target);
+            ? ATTR.MCP_PROMPT_NAME
+            : ATTR.MCP_RESOURCE_URI
+      ] = shownTarget;
     // Spans are started and ended explicitly and their contexts passed down: entering an
     // ambient context would make every promise of the process pay for its propagation.
     const span = telemetry.tracer.startSpan(
-      shownMethodName,
+      mcpSpanName(shownMethodName, shownTarget),
       { kind: SpanKind.SERVER, attributes },
       parent,
     );
@@ -583,7 +584,7 @@ export class Gateway {
         speculativeMutators: config.chain.speculativeMutators,
         wrapStage: async (stage, run) => {
           const stageSpan = telemetry.tracer.startSpan(
-            `chain ${phase} ${stage.kind}`,
+            chainStageSpanName(phase, stage.kind),
             {
               attributes: {
                 'fleet.chain.phase': phase,

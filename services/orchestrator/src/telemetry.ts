@@ -4,7 +4,7 @@
  */
 import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
 import { createPiiEngine, type PiiEngine } from '@fleet/pii';
-import { createFleetMetrics } from '@fleet/telemetry';
+import { createFleetMetrics, interceptorInvokeSpanName } from '@fleet/telemetry';
 import {
   type Context,
   context,
@@ -298,7 +298,7 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
     async invoke(params, options) {
       const parent = (options.scope as Context | undefined) ?? context.active();
       const span = tracer.startSpan(
-        `interceptor ${params.name}`,
+        interceptorInvokeSpanName(params.name),
         {
           kind: SpanKind.CLIENT,
           attributes: {

@@ -83,7 +83,9 @@ describe('orchestrator process', () => {
       return services.has('orchestrator') && services.has('probe');
     }, 15_000);
     const spans = receiver.spans().filter((s) => s.traceId === traceId);
-    const root = spans.find((s) => s.serviceName === 'orchestrator' && s.name === 'tools/call');
+    const root = spans.find(
+      (s) => s.serviceName === 'orchestrator' && s.name === 'tools/call get_headers',
+    );
     expect(root?.parentSpanId).toBe('b7ad6b7169203331');
     const probeSpans = spans.filter((s) => s.serviceName === 'probe');
     expect(probeSpans.length).toBeGreaterThanOrEqual(2); // request and response phase
@@ -93,20 +95,20 @@ describe('orchestrator process', () => {
     const ours = spans.filter((s) => s.serviceName === 'orchestrator');
     const idsOf = (predicate: (name: string) => boolean) =>
       new Set(ours.filter((s) => predicate(s.name)).map((s) => s.spanId));
-    const stages = ours.filter((s) => s.name.startsWith('chain '));
+    const stages = ours.filter((s) => s.name.startsWith('fleet.chain '));
     expect(stages.map((s) => s.name)).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^chain request /),
-        expect.stringMatching(/^chain response /),
+        expect.stringMatching(/^fleet\.chain request /),
+        expect.stringMatching(/^fleet\.chain response /),
       ]),
     );
     for (const stage of stages) expect(stage.parentSpanId).toBe(root?.spanId);
-    const stageIds = idsOf((name) => name.startsWith('chain '));
-    const invocations = ours.filter((s) => s.name === 'interceptor probe');
+    const stageIds = idsOf((name) => name.startsWith('fleet.chain '));
+    const invocations = ours.filter((s) => s.name === 'interceptor/invoke probe');
     expect(invocations.length).toBeGreaterThanOrEqual(2);
     for (const invocation of invocations)
       expect(stageIds.has(invocation.parentSpanId ?? '')).toBe(true);
-    const invocationIds = idsOf((name) => name === 'interceptor probe');
+    const invocationIds = idsOf((name) => name === 'interceptor/invoke probe');
     for (const span of probeSpans) expect(invocationIds.has(span.parentSpanId ?? '')).toBe(true);
     const backendCall = ours.find((s) => s.name === 'tools/call fx');
     expect(backendCall?.parentSpanId).toBe(root?.spanId);

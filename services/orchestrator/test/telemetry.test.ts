@@ -89,6 +89,8 @@ describe('gateway spans: client-chosen text is scrubbed', () => {
     expect(read?.attributes['mcp.resource.uri']).toBe(
       'file:///home/[EMAIL_ADDRESS]/cards/[CREDIT_CARD].txt',
     );
+    // Named `{method} {target}` (mcpSpanName), with the scrubbed target.
+    expect(read?.name).toBe('resources/read file:///home/[EMAIL_ADDRESS]/cards/[CREDIT_CARD].txt');
     const call = server.find((s) => s.attributes['mcp.method.name'] === 'tools/call');
     expect(call?.attributes['mcp.tool.name']).toBe('[EMAIL_ADDRESS]');
     const prompt = server.find((s) => s.attributes['mcp.method.name'] === 'prompts/get');
@@ -153,6 +155,21 @@ describe('gateway spans: interceptor invocations', () => {
         status: status.code,
       };
     };
+    // Names from the table: `{method} {target}`, `fleet.chain {phase} {stage}`,
+    // `interceptor/invoke {name}`.
+    const root = spans.find(
+      (s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'tools/call',
+    );
+    expect(root?.name).toBe('tools/call echo');
+    const stages = spans.filter((s) => s.scopeName === '@fleet/orchestrator' && s.kind === 1);
+    expect(stages.map((s) => s.name).sort()).toEqual([
+      'fleet.chain request validators',
+      'fleet.chain response mutators',
+    ]);
+    expect(invocationSpans(spans, 'watch')[0]?.name).toBe('interceptor/invoke watch');
+    expect(invocationSpans(spans, 'watch')[0]?.parentSpanId).toBe(
+      stages.find((s) => s.name === 'fleet.chain request validators')?.spanId,
+    );
     expect(attributesOf('watch')).toEqual({
       type: 'validation',
       mode: 'active',
