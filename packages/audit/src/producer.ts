@@ -13,6 +13,7 @@
 import { resolve } from 'node:path';
 import { type DefaultJobOptions, Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { raceTimeout } from './closing.ts';
 import { AuditJournalInUseError, createJournal, lockJournal } from './journal.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
 import {
@@ -177,16 +178,6 @@ function isSerialisable(record: unknown): boolean {
 
 function codedError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code });
-}
-
-function raceTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<undefined>((done) => {
-      timer = setTimeout(() => done(undefined), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 /**

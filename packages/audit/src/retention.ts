@@ -5,6 +5,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { closeWorkerPromptly } from './closing.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
 import { DEFAULT_REDIS_URL } from './producer.ts';
 import { AUDIT_QUEUE } from './record.ts';
@@ -59,6 +60,12 @@ export interface AuditRetentionOptions {
   everyMs?: number;
   /** Default: JSON lines on stderr. */
   logger?: AuditLogger;
+  /**
+   * Longest `close()` waits for a running retention job while Redis answers; past it (or at
+   * once while Redis is away) the connection is dropped and the job runs again later.
+   * Default 5000 ms.
+   */
+  closeTimeoutMs?: number;
 }
 
 /** A running retention schedule. */
@@ -67,7 +74,10 @@ export interface AuditRetention {
   scheduled(): Promise<void>;
   /** Run retention now, in this process. */
   runNow(): Promise<RetentionResult>;
-  /** Stop running scheduled jobs (the schedule stays for other replicas). Idempotent. */
+  /**
+   * Stop running scheduled jobs (the schedule stays for other replicas). Resolves within
+   * `closeTimeoutMs` whether Redis answers or not. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -84,11 +94,14 @@ export function startAuditRetention(options: AuditRetentionOptions): AuditRetent
     prefix,
     retentionDays = DEFAULT_RETENTION_DAYS,
     everyMs = DEFAULT_RETENTION_EVERY_MS,
+    closeTimeoutMs = 5000,
   } = options;
   if (!(Number.isFinite(retentionDays) && retentionDays > 0))
     throw new RangeError(`retentionDays must be a positive number, got ${retentionDays}`);
   if (!(Number.isInteger(everyMs) && everyMs >= 1000))
     throw new RangeError(`everyMs must be an integer >= 1000, got ${everyMs}`);
+  if (!(Number.isInteger(closeTimeoutMs) && closeTimeoutMs >= 0))
+    throw new RangeError(`closeTimeoutMs must be an integer >= 0, got ${closeTimeoutMs}`);
   const logger = safeLogger(options.logger ?? createStderrLogger());
   const redisOptions: RedisOptions = {
     connectionName: 'fleet-audit-retention',
@@ -151,9 +164,14 @@ export function startAuditRetention(options: AuditRetentionOptions): AuditRetent
       closing ??= (async () => {
         closed = true;
         clearTimeout(retry);
-        await worker.close().catch(() => undefined);
-        await queue.close().catch(() => undefined);
-        await client.quit().catch(() => client.disconnect());
+        await closeWorkerPromptly({
+          what: 'audit retention',
+          worker,
+          queue,
+          client,
+          timeoutMs: closeTimeoutMs,
+          logger,
+        });
       })();
       return closing;
     },

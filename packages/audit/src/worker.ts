@@ -20,6 +20,7 @@
 import { type Attributes, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
+import { closeWorkerPromptly } from './closing.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
 import { DEFAULT_REDIS_URL } from './producer.ts';
 import {
@@ -75,6 +76,12 @@ export interface AuditWorkerOptions {
   maxStalledCount?: number;
   /** Start consuming at once. Default true; else call `run()`. */
   autorun?: boolean;
+  /**
+   * Longest `close()` waits for the jobs in flight to be stored and acknowledged while Redis
+   * answers; past it (or at once while Redis is away) the worker's connections are dropped
+   * and its unacknowledged jobs are redelivered later. Default 10 000 ms.
+   */
+  closeTimeoutMs?: number;
   /** Default: JSON lines on stderr. */
   logger?: AuditLogger;
   /** Test seams; none by default. */
@@ -112,7 +119,9 @@ export interface AuditWorker {
   /** A snapshot of the counters. */
   metrics(): AuditWorkerMetrics;
   /**
-   * Stop taking jobs, insert what is batched, wait for in-flight jobs, close connections.
+   * Stop taking jobs, insert what is batched, wait for in-flight jobs (at most
+   * `closeTimeoutMs`, not at all while Redis is away), close connections. Resolves promptly
+   * whether Redis answers or not; jobs not acknowledged by then are redelivered by BullMQ.
    * Idempotent. The store stays open.
    */
   close(): Promise<void>;
@@ -159,6 +168,7 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     100,
   );
   const maxStalledCount = checkInteger('maxStalledCount', options.maxStalledCount ?? 5, 0);
+  const closeTimeoutMs = checkInteger('closeTimeoutMs', options.closeTimeoutMs ?? 10_000, 0);
   const logger = safeLogger(options.logger ?? createStderrLogger());
   const maxInsertRows = Math.max(batchSize, 1000);
 
@@ -341,12 +351,19 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
         // worker.close() waits for active jobs, which wait for their batch: insert it now.
         const flushing = setInterval(flush, 5);
         try {
-          await worker.close();
+          await closeWorkerPromptly({
+            what: 'audit worker',
+            worker,
+            client,
+            timeoutMs: closeTimeoutMs,
+            logger,
+          });
         } finally {
           clearInterval(flushing);
+          // Records parked by jobs still running are inserted anyway (idempotent): stored
+          // sooner; their jobs are redelivered if the acknowledgement did not make it.
           flush();
         }
-        await client.quit().catch(() => client.disconnect());
       })();
       return closing;
     },

@@ -97,16 +97,43 @@ export async function listen(
   };
 }
 
+/** Default {@link ShutdownOptions.deadlineMs}. */
+export const DEFAULT_SHUTDOWN_DEADLINE_MS = 30_000;
+
+/** Options for {@link onShutdown}. */
+export interface ShutdownOptions {
+  /**
+   * Longest the whole shutdown may take: past it an error is logged and the process exits
+   * with code 1, so a cleanup waiting on something that never answers (a dead Redis, a hung
+   * database) cannot keep a stopping service alive. Default 30 s.
+   */
+  deadlineMs?: number;
+}
+
 /**
- * On SIGTERM or SIGINT run `shutdown` once, then exit 0 (1 if it throws). A second signal
- * exits at once. Returns a function that starts the same shutdown (e.g. when stdin closes).
+ * On SIGTERM or SIGINT run `shutdown` once, then exit 0 (1 if it throws, or if it has not
+ * finished within `deadlineMs`). A second signal exits at once. Returns a function that
+ * starts the same shutdown (e.g. when stdin closes).
  */
-export function onShutdown(shutdown: () => Promise<void>): (reason?: string) => void {
+export function onShutdown(
+  shutdown: () => Promise<void>,
+  options: ShutdownOptions = {},
+): (reason?: string) => void {
+  const { deadlineMs = DEFAULT_SHUTDOWN_DEADLINE_MS } = options;
+  if (!(Number.isFinite(deadlineMs) && deadlineMs > 0))
+    throw new RangeError(`deadlineMs must be a positive number, got ${deadlineMs}`);
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) process.exit(1);
     stopping = true;
     process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'shutting down', signal })}\n`);
+    // Not unref'd: a shutdown stuck on a promise with nothing else pending still ends here.
+    setTimeout(() => {
+      process.stderr.write(
+        `${JSON.stringify({ level: 'error', msg: 'shutdown did not finish within its deadline; exiting', deadlineMs })}\n`,
+      );
+      process.exit(1);
+    }, deadlineMs);
     shutdown().then(
       () => process.exit(0),
       (error: unknown) => {

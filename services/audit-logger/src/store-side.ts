@@ -78,7 +78,10 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<Audit
 export interface Drain {
   worker: AuditWorker;
   retention: AuditRetention;
-  /** Stop the schedule, then let the worker store its current batch. */
+  /**
+   * Stop the schedule and let the worker store its current batch, side by side; both are
+   * bounded (they give up and drop their connections while Redis does not answer).
+   */
   close(): Promise<void>;
 }
 
@@ -108,8 +111,7 @@ export function startDrain(config: DrainConfig, store: AuditStore, log: Logger):
     worker,
     retention,
     async close() {
-      await retention.close();
-      await worker.close();
+      await Promise.all([retention.close(), worker.close()]);
     },
   };
 }

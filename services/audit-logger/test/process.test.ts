@@ -16,6 +16,7 @@ import {
   defer,
   openSchemaStore,
   REDIS_URL,
+  startPrivateRedis,
   traceId,
   uniquePrefix,
   waitFor,
@@ -145,6 +146,34 @@ describe('audit-logger process', () => {
     // The first one is unharmed.
     expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
   }, 120_000);
+
+  it('drains and exits 0 on SIGTERM while Redis is down', async () => {
+    const cwd = await tempDir();
+    const redis = await startPrivateRedis();
+    const { schema, drop } = await openSchemaStore();
+    defer(drop);
+    const service = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd,
+      env: {
+        ...quietEnv,
+        PORT: '0',
+        REDIS_URL: redis.url,
+        DATABASE_URL,
+        AUDIT_DB_SCHEMA: schema,
+      },
+      readyTimeoutMs: 40_000,
+    });
+    defer(() => service.stop('SIGKILL'));
+    await waitFor(async () => (await fetch(`${service.url}/readyz`)).status === 200, 'readiness');
+    await redis.kill();
+    // Let the worker, retention and producer notice (and queue commands that cannot be sent).
+    await new Promise((tick) => setTimeout(tick, 1500));
+    const started = Date.now();
+    const exit = await service.stop('SIGTERM', 25_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(15_000);
+  }, 90_000);
 
   it('exits non-zero with a message naming a bad variable', async () => {
     const started = startServiceProcess({
