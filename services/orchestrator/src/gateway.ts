@@ -787,12 +787,13 @@ export class Gateway {
     );
     let errorType: string | undefined;
     try {
-      const answer = backend.request(method, forwarded, {
+      const callTrace = trace.setSpan(parent, span);
+      const answer = backend.request(method, withTraceMeta(forwarded, callTrace), {
         signal,
         onprogress,
         idempotent: IDEMPOTENT.has(method),
         headers,
-        trace: trace.setSpan(parent, span),
+        trace: callTrace,
       });
       // A backend's reserved _meta keys never reach the client as the gateway's word.
       return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
@@ -963,6 +964,26 @@ function targetOf(method: string, params: Record<string, unknown> | undefined): 
   if (field === undefined) return undefined;
   const value = params?.[field];
   return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * `params` whose `_meta.traceparent`, when the client sent one, names the span of `ctx` (the
+ * gateway's backend call), like the `traceparent` header of the same hop: the client's own
+ * value would make the backend a sibling of the gateway's spans. Without a propagator
+ * (no tracing set up) `params` pass unchanged.
+ */
+function withTraceMeta(
+  params: Record<string, unknown> | undefined,
+  ctx: Context,
+): Record<string, unknown> | undefined {
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  if (params === undefined || typeof meta?.traceparent !== 'string') return params;
+  const carrier: Record<string, string> = {};
+  safely(() => propagation.inject(ctx, carrier));
+  if (carrier.traceparent === undefined) return params;
+  const traced: Record<string, unknown> = { ...meta, traceparent: carrier.traceparent };
+  if (carrier.tracestate !== undefined) traced.tracestate = carrier.tracestate;
+  return { ...params, _meta: traced };
 }
 
 function withoutProgressToken(params: Record<string, unknown>): Record<string, unknown> {

@@ -3,7 +3,6 @@
  * @fleet/telemetry): spans exported over OTLP/HTTP to an in-test receiver, metrics read from
  * `/metrics` in Prometheus text. Client-chosen text never reaches a span raw.
  */
-
 import { createServer } from 'node:http';
 import { allow, defineMutator, defineValidator, deny, modified } from '@fleet/interceptor-kit';
 import { startTelemetry, type Telemetry } from '@fleet/telemetry';
@@ -17,6 +16,7 @@ import {
   serveInterceptors,
   startGateway,
 } from './harness.ts';
+import { startMirrorBackend } from './mirror-backend.ts';
 
 let receiver: OtlpReceiver;
 let telemetry: Telemetry;
@@ -338,5 +338,32 @@ describe('gateway metrics and request status', () => {
     );
     expect(failed?.attributes['fleet.request.status']).toBe('error');
     expect(failed?.status.code).toBe(2);
+  });
+});
+
+describe('trace context to backends', () => {
+  it('replaces a forwarded params._meta.traceparent with the gateway’s backend span', async () => {
+    const backend = await startMirrorBackend();
+    const gateway = await startGateway(`backends:\n  - {id: mirror, url: "${backend.url}"}\n`, {
+      redis: false,
+    });
+    const client = await connectClient(gateway.mcpUrl);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const clientSpan = '00f067aa0ba902b7';
+    await client.callTool({
+      name: 'meta',
+      arguments: {},
+      _meta: { traceparent: `00-${traceId}-${clientSpan}-01`, tracestate: 'vendor=1' },
+    });
+    const spans = await spansWhen((all) =>
+      all.some((s) => s.kind === 3 && s.name === 'tools/call mirror'),
+    );
+    const backendSpan = spans.find((s) => s.kind === 3 && s.name === 'tools/call mirror');
+    expect(backendSpan?.traceId).toBe(traceId);
+    const meta = backend.calls.find((c) => c.name === 'meta')?.meta;
+    // The backend's parent is the gateway's CLIENT span, as the HTTP header says, not the
+    // client's own span (which the gateway's SERVER span is a child of).
+    expect(meta?.traceparent).toBe(`00-${traceId}-${backendSpan?.spanId}-01`);
+    expect(meta?.tracestate).toBe('vendor=1');
   });
 });
