@@ -272,11 +272,11 @@ export class Gateway {
     // URI with a card number in it) is scrubbed before it names or labels a span.
     const shownMethodName = spanMethod(method);
     const attributes: Attributes = {
-      'mcp.method.name': shownMethodName,
-      'fleet.principal.type': principal.type,
+      [ATTR.MCP_METHOD_NAME]: shownMethodName,
+      [ATTR.FLEET_PRINCIPAL_TYPE]: principal.type,
     };
-    if (principal.id) attributes['fleet.principal.id'] = principal.id;
-    if (session.id) attributes['mcp.session.id'] = session.id;
+    if (principal.id) attributes[ATTR.FLEET_PRINCIPAL_ID] = principal.id;
+    if (session.id) attributes[ATTR.MCP_SESSION_ID] = session.id;
     const shownTarget = target === undefined ? undefined : scrubName(target);
     if (shownTarget !== undefined)
       attributes[
@@ -587,9 +587,9 @@ export class Gateway {
             chainStageSpanName(phase, stage.kind),
             {
               attributes: {
-                'fleet.chain.phase': phase,
-                'fleet.chain.stage': stage.kind,
-                'fleet.chain.event': spanMethod(method),
+                [ATTR.FLEET_CHAIN_PHASE]: phase,
+                [ATTR.FLEET_CHAIN_STAGE]: stage.kind,
+                [ATTR.FLEET_CHAIN_EVENT]: spanMethod(method),
               },
             },
             scope.trace,
@@ -781,7 +781,10 @@ export class Gateway {
       `${spanMethod(method)} ${backend.id}`,
       {
         kind: SpanKind.CLIENT,
-        attributes: { 'mcp.method.name': spanMethod(method), 'fleet.backend.id': backend.id },
+        attributes: {
+          [ATTR.MCP_METHOD_NAME]: spanMethod(method),
+          [ATTR.FLEET_BACKEND_ID]: backend.id,
+        },
       },
       parent,
     );

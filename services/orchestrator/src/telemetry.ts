@@ -4,7 +4,7 @@
  */
 import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
 import { createPiiEngine, type PiiEngine } from '@fleet/pii';
-import { createFleetMetrics, interceptorInvokeSpanName } from '@fleet/telemetry';
+import { ATTR, createFleetMetrics, interceptorInvokeSpanName } from '@fleet/telemetry';
 import {
   type Context,
   context,
@@ -177,6 +177,7 @@ function guard(fn: () => void): void {
  */
 export function createGatewayTelemetry(): GatewayTelemetry {
   const fleet = createFleetMetrics(metrics.getMeter('@fleet/orchestrator'));
+  scrubText(''); // makes the PII engine now, not during the first request
   return {
     tracer: trace.getTracer('@fleet/orchestrator'),
     recordRequest: (method, status, durationMs, errorType) =>
@@ -258,13 +259,13 @@ export class OpenInvocations {
     this.#spans.delete(key);
     guard(() => {
       span.setAttributes({
-        'fleet.interceptor.type': outcome.type,
-        'fleet.interceptor.mode': outcome.mode,
-        'fleet.interceptor.outcome': outcome.outcome,
+        [ATTR.FLEET_INTERCEPTOR_TYPE]: outcome.type,
+        [ATTR.FLEET_INTERCEPTOR_MODE]: outcome.mode,
+        [ATTR.FLEET_INTERCEPTOR_OUTCOME]: outcome.outcome,
       });
       if (outcome.outcome === 'failed' || outcome.outcome === 'timeout') {
         const code = outcome.error?.code;
-        span.setAttribute('error.type', code === undefined ? outcome.outcome : String(code));
+        span.setAttribute(ATTR.ERROR_TYPE, code === undefined ? outcome.outcome : String(code));
         span.setStatus({
           code: SpanStatusCode.ERROR,
           message: scrubText(outcome.error?.reason ?? outcome.outcome),
@@ -302,10 +303,10 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
         {
           kind: SpanKind.CLIENT,
           attributes: {
-            'fleet.interceptor.name': params.name,
-            'fleet.interceptor.service': serviceId,
-            'fleet.chain.phase': params.phase,
-            'fleet.chain.event': spanMethod(params.event),
+            [ATTR.FLEET_INTERCEPTOR_NAME]: params.name,
+            [ATTR.FLEET_INTERCEPTOR_SERVICE]: serviceId,
+            [ATTR.FLEET_CHAIN_PHASE]: params.phase,
+            [ATTR.FLEET_CHAIN_EVENT]: spanMethod(params.event),
           },
         },
         parent,
@@ -324,7 +325,7 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
         );
       } catch (error) {
         if (!open) {
-          guard(() => span.setAttribute('fleet.interceptor.outcome', 'failed'));
+          guard(() => span.setAttribute(ATTR.FLEET_INTERCEPTOR_OUTCOME, 'failed'));
           recordScrubbedError(span, error);
           guard(() => span.end());
         }
@@ -333,7 +334,7 @@ export function tracedInvoker(invoker: Invoker, serviceId: string, tracer: Trace
       if (!open) {
         guard(() => {
           if (span.isRecording())
-            span.setAttribute('fleet.interceptor.outcome', answerOutcome(answer));
+            span.setAttribute(ATTR.FLEET_INTERCEPTOR_OUTCOME, answerOutcome(answer));
           span.end();
         });
       }

@@ -78,7 +78,7 @@ describe('gateway spans: client-chosen text is scrubbed', () => {
       { redis: false },
     );
     const client = await connectClient(gateway.mcpUrl);
-    const uri = `file:///home/${EMAIL}/cards/${CARD}.txt`;
+    const uri = `file:///home/${EMAIL}/card-${CARD}.txt`;
     await client.readResource({ uri }).catch(() => undefined);
     await client.callTool({ name: EMAIL, arguments: {} }).catch(() => undefined);
     await client.getPrompt({ name: `prompt ${EMAIL}` }).catch(() => undefined);
@@ -87,10 +87,10 @@ describe('gateway spans: client-chosen text is scrubbed', () => {
     const server = spans.filter(isGatewayServer);
     const read = server.find((s) => s.attributes['mcp.method.name'] === 'resources/read');
     expect(read?.attributes['mcp.resource.uri']).toBe(
-      'file:///home/[EMAIL_ADDRESS]/cards/[CREDIT_CARD].txt',
+      'file:///home/[EMAIL_ADDRESS]/card-[CREDIT_CARD].txt',
     );
     // Named `{method} {target}` (mcpSpanName), with the scrubbed target.
-    expect(read?.name).toBe('resources/read file:///home/[EMAIL_ADDRESS]/cards/[CREDIT_CARD].txt');
+    expect(read?.name).toBe('resources/read file:///home/[EMAIL_ADDRESS]/card-[CREDIT_CARD].txt');
     const call = server.find((s) => s.attributes['mcp.method.name'] === 'tools/call');
     expect(call?.attributes['mcp.tool.name']).toBe('[EMAIL_ADDRESS]');
     const prompt = server.find((s) => s.attributes['mcp.method.name'] === 'prompts/get');
