@@ -35,6 +35,8 @@ export interface PromptCloseTarget {
   client: Redis;
   /** Longest wait for the graceful close while Redis answers. */
   timeoutMs: number;
+  /** Do not wait for the jobs in flight even if Redis answers. Default false. */
+  force?: boolean;
   logger: AuditLogger;
 }
 
@@ -44,10 +46,10 @@ export interface PromptCloseTarget {
  * connections are dropped and the close is abandoned, logged as a warning. Never rejects.
  */
 export async function closeWorkerPromptly(target: PromptCloseTarget): Promise<void> {
-  const { what, worker, queue, client, timeoutMs, logger } = target;
+  const { what, worker, queue, client, timeoutMs, force = false, logger } = target;
   const reachable = client.status === 'ready';
   const closing = (async () => {
-    await worker.close(!reachable);
+    await worker.close(force || !reachable);
     await queue?.close();
   })().then(
     () => true,

@@ -14,13 +14,19 @@
  * Jobs carry one record (`audit`) or a producer's whole batch (`audit-batch`, producers with
  * `batchJobs: true`); both are parked the same way. Malformed records fail their job with
  * `UnrecoverableError` (no retry; it stays in the failed set for inspection; the valid
- * records of a batch job are stored first). A failed insert fails the jobs of its records,
- * which BullMQ retries with the job's backoff.
+ * records of a batch job are stored first).
+ *
+ * A failed insert while the store does not answer (`ping()` fails) is an outage, not a
+ * failure of these jobs: the batch is held, its jobs stay active (BullMQ keeps renewing their
+ * locks, and with every slot taken the worker takes no new jobs), and the insert is retried
+ * once a probe of the store succeeds (capped backoff), however long that takes. No attempt
+ * is spent, so an outage of any length loses nothing. A failed insert while the store answers
+ * (a problem of the batch) fails its jobs, which BullMQ retries with the job's backoff.
  */
 import { type Attributes, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
-import { closeWorkerPromptly } from './closing.ts';
+import { closeWorkerPromptly, raceTimeout } from './closing.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
 import { DEFAULT_REDIS_URL } from './producer.ts';
 import {
@@ -77,6 +83,13 @@ export interface AuditWorkerOptions {
   /** Start consuming at once. Default true; else call `run()`. */
   autorun?: boolean;
   /**
+   * First wait before probing the store again after an insert failed because the store did
+   * not answer; doubles per failed probe up to `storeRetryMaxDelayMs`. Default 1000 ms.
+   */
+  storeRetryDelayMs?: number;
+  /** Longest wait between two probes of a store that does not answer. Default 30 000 ms. */
+  storeRetryMaxDelayMs?: number;
+  /**
    * Longest `close()` waits for the jobs in flight to be stored and acknowledged while Redis
    * answers; past it (or at once while Redis is away) the worker's connections are dropped
    * and its unacknowledged jobs are redelivered later. Default 10 000 ms.
@@ -98,14 +111,19 @@ export interface AuditWorkerMetrics {
   duplicates: number;
   /** Malformed records (their jobs moved to the failed set, never retried). */
   malformed: number;
-  /** Batches whose insert failed (their jobs are retried by BullMQ). */
+  /**
+   * Failed inserts: while the store is unavailable each retry of a held batch counts; while it
+   * answers, the batch's jobs are retried by BullMQ.
+   */
   failedBatches: number;
   /** Batches committed. */
   batches: number;
   /** Texts the scrubber failed on (stored blanked instead). */
   scrubFailures: number;
-  /** Records waiting in the current batch or being inserted. */
+  /** Records waiting in the current batch or being inserted (held ones included). */
   pending: number;
+  /** True while an insert failed and the store has not answered since: records are held. */
+  storeUnavailable: boolean;
 }
 
 /** A running worker. */
@@ -137,6 +155,8 @@ const tracer = trace.getTracer('@fleet/audit');
 // Names as in @fleet/telemetry's table (span `process fleet-audit`, messaging semconv).
 const SPAN_PROCESS = 'process';
 const MAX_SPAN_LINKS = 32;
+// A store probe slower than this counts as no answer.
+const PING_TIMEOUT_MS = 5000;
 
 function checkInteger(name: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min)
@@ -169,6 +189,12 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
   );
   const maxStalledCount = checkInteger('maxStalledCount', options.maxStalledCount ?? 5, 0);
   const closeTimeoutMs = checkInteger('closeTimeoutMs', options.closeTimeoutMs ?? 10_000, 0);
+  const storeRetryDelayMs = checkInteger('storeRetryDelayMs', options.storeRetryDelayMs ?? 1000, 1);
+  const storeRetryMaxDelayMs = checkInteger(
+    'storeRetryMaxDelayMs',
+    options.storeRetryMaxDelayMs ?? 30_000,
+    storeRetryDelayMs,
+  );
   const logger = safeLogger(options.logger ?? createStderrLogger());
   const maxInsertRows = Math.max(batchSize, 1000);
 
@@ -185,6 +211,54 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
   let inserting = 0;
   let timer: NodeJS.Timeout | undefined;
   let lastErrorLog = 0;
+
+  // The store outage, if any: one probe loop that every held batch waits on.
+  let outage: { since: number; answered: Promise<boolean> } | undefined;
+  let closed = false;
+  let wakeProbe: (() => void) | undefined;
+
+  /** Probe the store until it answers (true), or the worker closes (false). */
+  const probeUntilAnswered = async (): Promise<boolean> => {
+    let delay = storeRetryDelayMs;
+    for (;;) {
+      await new Promise<void>((done) => {
+        const sleep = setTimeout(done, delay);
+        sleep.unref();
+        wakeProbe = () => {
+          clearTimeout(sleep);
+          done();
+        };
+      });
+      wakeProbe = undefined;
+      if (closed) return false;
+      if ((await raceTimeout(store.ping(), PING_TIMEOUT_MS)) === true) return true;
+      delay = Math.min(delay * 2, storeRetryMaxDelayMs);
+    }
+  };
+
+  /** Resolves true once the store answers again (false: the worker closed meanwhile). */
+  const waitForStore = (held: number): Promise<boolean> => {
+    if (closed) return Promise.resolve(false);
+    if (!outage) {
+      const since = Date.now();
+      logger.warn('audit store unavailable; holding records until it answers', {
+        records: held,
+        retryDelayMs: storeRetryDelayMs,
+        maxRetryDelayMs: storeRetryMaxDelayMs,
+      });
+      const answered = probeUntilAnswered().then((ok) => {
+        if (ok)
+          logger.info('audit store answers again; storing held records', {
+            downMs: Date.now() - since,
+            records: batch.length + inserting,
+          });
+        outage = undefined;
+        return ok;
+      });
+      outage = { since, answered };
+    }
+    return outage.answered;
+  };
 
   const insert = async (entries: Parked[]): Promise<void> => {
     inserting += entries.length;
@@ -206,35 +280,53 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
       'messaging.operation.type': SPAN_PROCESS,
       'messaging.batch.message_count': records.length,
     };
-    await tracer.startActiveSpan(
-      `${SPAN_PROCESS} ${queueName}`,
-      { kind: SpanKind.CONSUMER, attributes, links },
-      async (span) => {
-        try {
-          await hooks.beforeInsert?.(records);
-          const inserted = await store.insertBatch(records);
-          await hooks.afterInsert?.(records, inserted);
-          counters.batches++;
-          counters.inserted += inserted;
-          counters.duplicates += records.length - inserted;
-          counters.processed += records.length;
-          span.setAttribute('fleet.audit.inserted', inserted);
-          for (const entry of entries) entry.done();
-        } catch (error) {
-          counters.failedBatches++;
-          span.recordException(error as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR });
-          logger.error('audit batch insert failed; its jobs will be retried', {
-            records: records.length,
-            error: errorFields(error),
-          });
-          for (const entry of entries) entry.fail(error);
-        } finally {
-          inserting -= entries.length;
-          span.end();
-        }
-      },
-    );
+    try {
+      for (;;) {
+        const outcome = await tracer.startActiveSpan(
+          `${SPAN_PROCESS} ${queueName}`,
+          { kind: SpanKind.CONSUMER, attributes, links },
+          async (span): Promise<'stored' | 'failed' | 'held'> => {
+            try {
+              await hooks.beforeInsert?.(records);
+              const inserted = await store.insertBatch(records);
+              await hooks.afterInsert?.(records, inserted);
+              counters.batches++;
+              counters.inserted += inserted;
+              counters.duplicates += records.length - inserted;
+              counters.processed += records.length;
+              span.setAttribute('fleet.audit.inserted', inserted);
+              for (const entry of entries) entry.done();
+              return 'stored';
+            } catch (error) {
+              counters.failedBatches++;
+              span.recordException(error as Error);
+              span.setStatus({ code: SpanStatusCode.ERROR });
+              if ((await raceTimeout(store.ping(), PING_TIMEOUT_MS)) !== true) {
+                // An outage: hold the batch (its jobs stay active, no attempt spent).
+                if (!outage)
+                  logger.warn('audit batch insert failed; the store does not answer', {
+                    records: records.length,
+                    error: errorFields(error),
+                  });
+                return 'held';
+              }
+              logger.error('audit batch insert failed; its jobs will be retried', {
+                records: records.length,
+                error: errorFields(error),
+              });
+              for (const entry of entries) entry.fail(error);
+              return 'failed';
+            } finally {
+              span.end();
+            }
+          },
+        );
+        // Held past close: the jobs stay unacknowledged and BullMQ redelivers them.
+        if (outcome !== 'held' || !(await waitForStore(records.length))) return;
+      }
+    } finally {
+      inserting -= entries.length;
+    }
   };
 
   const flush = (): void => {
@@ -345,17 +437,26 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
       });
     },
     isRunning: () => worker.isRunning() && client.status === 'ready',
-    metrics: () => ({ ...counters, pending: batch.length + inserting }),
+    metrics: () => ({
+      ...counters,
+      pending: batch.length + inserting,
+      storeUnavailable: outage !== undefined,
+    }),
     close() {
       closing ??= (async () => {
         // worker.close() waits for active jobs, which wait for their batch: insert it now.
         const flushing = setInterval(flush, 5);
+        // Held batches cannot commit while the store is away: do not wait for their jobs.
+        const storeAway = outage !== undefined;
+        closed = true;
+        wakeProbe?.();
         try {
           await closeWorkerPromptly({
             what: 'audit worker',
             worker,
             client,
             timeoutMs: closeTimeoutMs,
+            force: storeAway,
             logger,
           });
         } finally {

@@ -20,6 +20,8 @@ export const AUDIT_METRIC = {
   WORKER_BATCHES: 'fleet.audit.worker.batches',
   /** Gauge: records the worker holds (batched or being inserted). */
   WORKER_PENDING: 'fleet.audit.worker.pending',
+  /** Gauge: 1 while the worker holds records because the store does not answer, else 0. */
+  WORKER_STORE_UNAVAILABLE: 'fleet.audit.worker.store_unavailable',
 } as const;
 
 /** What to observe; either may be absent (no worker in process, no producer in the worker). */
@@ -83,5 +85,10 @@ export function registerAuditMetrics(meter: Meter, sources: AuditMetricSources):
         description: 'Audit records batched or being inserted',
       })
       .addCallback((result) => result.observe(worker.metrics().pending));
+    meter
+      .createObservableGauge(AUDIT_METRIC.WORKER_STORE_UNAVAILABLE, {
+        description: 'Audit store unavailable: records held until it answers (1) or not (0)',
+      })
+      .addCallback((result) => result.observe(worker.metrics().storeUnavailable ? 1 : 0));
   }
 }

@@ -94,6 +94,7 @@ describe('audit-logger process', () => {
     expect(metrics).toMatch(
       /fleet_audit_worker_records_total\{[^}]*fleet_audit_outcome="inserted"[^}]*\} 1/,
     );
+    expect(metrics).toMatch(/fleet_audit_worker_store_unavailable(\{[^}]*\})? 0/);
     expect(metrics).toContain('fleet_interceptor_duration');
     expect((await fetch(`${service.url}/`)).headers.get('content-type')).toMatch(/text\/html/);
 
