@@ -564,10 +564,11 @@ export class Gateway {
       });
       return { payload };
     }
-    // The chain's verdict on each invocation ends its span (see OpenInvocations).
-    const open = new OpenInvocations();
+    // The chain's verdict on each invocation ends its span (see OpenInvocations); made only
+    // when spans are recorded (nothing to hold otherwise).
+    let open: OpenInvocations | undefined;
     const onOutcome = (o: InvocationOutcome) => {
-      open.settle(o);
+      open?.settle(o);
       telemetry.recordInvocation(o);
     };
     const result = await runChain(
@@ -596,7 +597,9 @@ export class Gateway {
           );
           try {
             // The stage's context reaches each invocation (tracedInvoker makes it the parent).
-            await run(open.scope(trace.setSpan(scope.trace, stageSpan)));
+            const stageScope = trace.setSpan(scope.trace, stageSpan);
+            if (stageSpan.isRecording()) open ??= new OpenInvocations();
+            await run(open ? open.scope(stageScope) : stageScope);
           } finally {
             stageSpan.end();
           }
