@@ -150,7 +150,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
       if (status >= 500) log.error({ err: String(error) }, 'request failed');
       if (res.headersSent) return;
       const message =
-        error instanceof URIError || /decode/i.test(error.message)
+        error instanceof URIError
           ? 'malformed percent-encoding in the URL'
           : status < 500
             ? 'bad request'

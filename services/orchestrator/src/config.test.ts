@@ -19,7 +19,7 @@ describe('orchestrator config', () => {
       maxResponseBytes: 1048576,
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
-      maxDepth: 128,
+      maxDepth: 60,
       sessionIdleMs: 1_800_000,
     });
     expect(config.audit).toEqual({ queue: 'fleet-audit', enabled: true });

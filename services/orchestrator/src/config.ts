@@ -43,9 +43,13 @@ const BackendSchema = z
   });
 
 const InterceptorServiceSchema = z.object({
-  url: z.url().refine((u) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(u), {
-    message: 'must not carry credentials: pass them as "token"',
-  }),
+  url: z.url().refine(
+    (u) => {
+      const url = new URL(u);
+      return url.username === '' && url.password === '';
+    },
+    { message: 'must not carry credentials: pass them as "token"' },
+  ),
   token: z.string().optional(),
   overrides: z.unknown().optional(),
 });
@@ -132,10 +136,10 @@ export const OrchestratorConfigSchema = z
         requestTimeoutMs: z.number().int().min(100).default(30_000),
         /**
          * Deepest nesting of a request's params (`{}` is 1 deep); deeper gets -32602 naming
-         * the path. Below the interceptor kit's own limit (256), so interceptor services
-         * never refuse what the gateway let through.
+         * the path. Below the limits of the fleet's interceptor services (the PII engine's 64,
+         * the kit's 256), so they never refuse what the gateway let through.
          */
-        maxDepth: z.number().int().min(8).max(200).default(128),
+        maxDepth: z.number().int().min(8).max(200).default(60),
         /**
          * A session with no request for this long, nothing in flight and no open stream is
          * closed (its client then gets 404 and starts a new one, as the MCP transport says).

@@ -48,7 +48,6 @@ export interface Registration {
   overrides?: unknown;
 }
 
-/** A registry operation that failed, with the HTTP status the admin API answers. */
 /**
  * What defines a persisted registration (URL, token, overrides, when), without the last known
  * descriptors that refreshes rewrite: equal for an unchanged registration.
@@ -83,6 +82,7 @@ async function servesInvoke(remote: RemoteService): Promise<boolean> {
   }
 }
 
+/** A registry operation that failed, with the HTTP status the admin API answers. */
 export class RegistryError extends Error {
   override readonly name = 'RegistryError';
   constructor(
@@ -188,6 +188,12 @@ export class Registry {
   #timer: ReturnType<typeof setInterval> | undefined;
   /** Whether the last reload of persisted registrations failed (logged once per outage). */
   #reconcileFailing = false;
+  /** Bumped by every registration and removal on this replica (see #loadAllPersisted). */
+  #mutations = 0;
+  /** A health check is running. */
+  #checking = false;
+  /** Listeners on the Redis connections, removed on close. */
+  readonly #redisListeners: Array<[Redis, () => void]> = [];
   /** Tags this replica's own pub/sub events so it does not apply them twice. */
   readonly #origin = randomUUID();
   #chain: ChainInterceptor[] = [];
@@ -210,7 +216,10 @@ export class Registry {
     if (redis) {
       await this.#loadAllPersisted(redis);
       // After an outage, registrations made or removed meanwhile (their events are lost).
-      redis.on('ready', () => void this.#loadAllPersisted(redis).then(() => this.#rebuild()));
+      const reload = () =>
+        void this.#loadAllPersisted(redis).then((changed) => changed && this.#rebuild());
+      redis.on('ready', reload);
+      this.#redisListeners.push([redis, reload]);
     }
     if (subscriber) {
       subscriber.on('message', (channel: string, message: string) => {
@@ -225,7 +234,9 @@ export class Registry {
             'could not subscribe to registry changes; retrying when Redis is back',
           );
         });
-      subscriber.on('ready', () => void subscribe());
+      const resubscribe = () => void subscribe();
+      subscriber.on('ready', resubscribe);
+      this.#redisListeners.push([subscriber, resubscribe]);
       await subscribe();
     }
     this.#rebuild();
@@ -370,6 +381,9 @@ export class Registry {
    * Returns whether anything changed; a failure is logged once per outage.
    */
   async #loadAllPersisted(redis: Redis): Promise<boolean> {
+    // A registration or removal on this replica while the snapshot is read makes it stale:
+    // skip the round (the next health check reconciles).
+    const mutations = this.#mutations;
     let all: Record<string, string>;
     try {
       all = await redis.hgetall(this.#hashKey);
@@ -380,21 +394,29 @@ export class Registry {
       return false;
     }
     this.#reconcileFailing = false;
+    if (mutations !== this.#mutations) return false;
     let changed = false;
     await Promise.all(
       Object.entries(all).map(async ([id, json]) => {
         const held = this.#entries.get(id);
+        if (held?.source === 'config') return; // the config file wins over Redis
         if (held && held.registration === registrationOf(json)) return;
         changed = true;
         await this.#loadPersisted(id, json);
       }),
     );
+    const removed: Entry[] = [];
     for (const [id, entry] of this.#entries)
       if (entry.source === 'admin' && !(id in all)) {
-        changed = true;
+        removed.push(entry);
         this.#entries.delete(id);
-        void entry.remote.close();
       }
+    if (removed.length > 0) {
+      // Out of the chain before their connections close (as #onEvent does).
+      this.#rebuild();
+      changed = true;
+      await Promise.all(removed.map((e) => e.remote.close()));
+    }
     return changed;
   }
 
@@ -499,6 +521,7 @@ export class Registry {
     const id = serviceIdOf(registration.url);
     const existing = this.#entries.get(id);
     if (existing?.source === 'config') return { created: false, service: this.#view(existing) };
+    this.#mutations++;
     const entry = this.#newEntry(registration, 'admin', overrides);
     const failure = await this.#discover(entry);
     if (failure) {
@@ -527,6 +550,7 @@ export class Registry {
       );
     }
     await this.#replace(entry);
+    this.#mutations++;
     this.#options.log.info(
       { service: entry.id, url: entry.url, interceptors: entry.interceptors.map((i) => i.name) },
       existing === undefined
@@ -546,6 +570,7 @@ export class Registry {
         `service "${id}" comes from the config file and cannot be removed at runtime`,
         { id },
       );
+    this.#mutations++;
     try {
       await this.#options.redis?.hdel(this.#hashKey, id);
       await this.#publish('delete', id);
@@ -557,6 +582,7 @@ export class Registry {
       );
     }
     this.#entries.delete(id);
+    this.#mutations++;
     this.#rebuild();
     this.#options.log.info({ service: id, url: entry.url }, 'unregistered an interceptor service');
     await entry.remote.close();
@@ -634,6 +660,17 @@ export class Registry {
   }
 
   async #healthCheck(): Promise<void> {
+    // Slow discoveries must not stack up checks (the timer keeps ticking).
+    if (this.#checking) return;
+    this.#checking = true;
+    try {
+      await this.#checkAll();
+    } finally {
+      this.#checking = false;
+    }
+  }
+
+  async #checkAll(): Promise<void> {
     const { redis } = this.#options;
     let changed = redis ? await this.#loadAllPersisted(redis) : false;
     for (const entry of this.#entries.values()) {
@@ -647,6 +684,7 @@ export class Registry {
   /** Stop background work and close every connection. */
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    for (const [connection, listener] of this.#redisListeners) connection.off('ready', listener);
     await Promise.all([...this.#entries.values()].map((e) => e.remote.close()));
   }
 }

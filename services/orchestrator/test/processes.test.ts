@@ -210,10 +210,19 @@ describe('orchestrator process', () => {
     });
     defer(() => orchestrator.stop());
     const client = await connectClient(`${orchestrator.url}/mcp`);
-    const slow = client.callTool({ name: 'slow', arguments: { ms: 1500 } });
-    await new Promise((r) => setTimeout(r, 300));
+    // The first progress notification proves the call is at the backend, in flight.
+    let reached: () => void = () => undefined;
+    const atBackend = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const call = client.callTool(
+      { name: 'progress', arguments: { steps: 2, delayMs: 750 } },
+      undefined,
+      { onprogress: () => reached() },
+    );
+    await atBackend;
     const exited = orchestrator.stop('SIGTERM');
-    expect(textOf(await slow)).toBe('[fx] waited 1500 ms');
+    expect(textOf(await call)).toBe('done');
     expect((await exited).code).toBe(0);
   });
 
