@@ -139,6 +139,20 @@ export type InvocationOutcomeKind =
   | 'failed'
   | 'timeout';
 
+/** What an answered invocation decided (an {@link InvocationOutcomeKind} short of a failure). */
+export type ResultOutcome = Exclude<InvocationOutcomeKind, 'failed' | 'timeout'>;
+
+/**
+ * What an interceptor's result decided, the one reading every report uses (chain outcomes,
+ * metrics, spans, service-side events): a validator that is not valid only denies when its
+ * effective severity is `error` (missing counts as `error`), else it warns.
+ */
+export function resultOutcome(result: InterceptorResult): ResultOutcome {
+  if (result.type === 'mutation') return result.modified ? 'modified' : 'unchanged';
+  if (result.valid) return 'allowed';
+  return (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
+}
+
 /** One invocation's record, active or audit. */
 export interface InvocationOutcome {
   interceptor: string;
@@ -400,11 +414,7 @@ export async function runChain(
         if (invalid !== undefined)
           return { outcome: fail(`invalid mutated payload: ${invalid}`), chainTimeout: false };
       }
-      let kind: InvocationOutcomeKind;
-      if (result.type === 'mutation') kind = result.modified ? 'modified' : 'unchanged';
-      else if (result.valid) kind = 'allowed';
-      else kind = (result.severity ?? 'error') === 'error' ? 'denied' : 'warned';
-      const outcome = outcomeOf(kind);
+      const outcome = outcomeOf(resultOutcome(result));
       outcome.result = result;
       return { outcome, chainTimeout: false };
     } catch (error) {

@@ -19,9 +19,10 @@ export type {
   InvokeOptions,
   Invoker,
   PlanChainOptions,
+  ResultOutcome,
   RunChainOptions,
 } from './chain.ts';
-export { planChain, runChain } from './chain.ts';
+export { planChain, resultOutcome, runChain } from './chain.ts';
 export type {
   FleetErrorCode,
   FleetErrorOptions,

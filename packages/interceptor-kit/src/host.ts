@@ -17,6 +17,8 @@ import {
   matchesAnyEvent,
   type Phase,
   ProtocolError,
+  type ResultOutcome,
+  resultOutcome,
   type SignalSource,
   signalOf,
 } from '@fleet/core';
@@ -41,7 +43,7 @@ export interface InvokedEvent {
   type: 'validation' | 'mutation';
   mode: 'active' | 'audit';
   /** When `ok`: what the verdict was. */
-  verdict?: 'allowed' | 'denied' | 'modified' | 'unchanged';
+  verdict?: ResultOutcome;
   /** When not `ok`: the `reason` the caller was sent (`timeout` for a timeout). */
   reason?: string;
 }
@@ -133,12 +135,6 @@ function handlerFailure(interceptor: string, reason: string): ProtocolError {
     interceptor,
     reason,
   });
-}
-
-/** What a result decided, for {@link InvokedEvent.verdict}. */
-function verdictOf(result: InterceptorResult): InvokedEvent['verdict'] {
-  if (result.type === 'validation') return result.valid ? 'allowed' : 'denied';
-  return result.modified ? 'modified' : 'unchanged';
 }
 
 /** The reason an invocation failed: its error's `data.reason`, else its message. */
@@ -310,7 +306,7 @@ export function createInterceptorHost(
         checkVerdict(interceptor, verdict);
         const result = toResult(interceptor, params, verdict, performance.now() - started);
         outcome = 'ok';
-        verdictKind = verdictOf(result);
+        verdictKind = resultOutcome(result);
         return result;
       } catch (error) {
         const failure =

@@ -17,10 +17,10 @@ import {
   HTTP_ERROR_CODES,
   type HttpErrorCode,
   InterceptorMethod,
-  type InterceptorResult,
   JsonRpcCode,
   LazyAbortController,
   type ProtocolError,
+  resultOutcome,
   type SignalSource,
   toProtocolError,
 } from '@fleet/core';
@@ -115,11 +115,6 @@ function nameOf(params: unknown): string {
 }
 
 /** An invocation's `fleet.interceptor.outcome`, from its result. */
-function resultOutcome(result: InterceptorResult): string {
-  if (result.type === 'mutation') return result.modified ? 'modified' : 'unchanged';
-  if (result.valid) return 'allowed';
-  return result.severity === 'warn' || result.severity === 'info' ? 'warned' : 'denied';
-}
 
 function isId(id: unknown): id is string | number {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));

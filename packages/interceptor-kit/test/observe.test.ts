@@ -26,6 +26,7 @@ const interceptors = [
       const what = (payload as { what?: string }).what;
       if (what === 'crash') throw new Error('gate broke');
       if (what === 'slow') return new Promise(() => undefined);
+      if (what === 'warn') return deny('careful', { severity: 'warn' });
       return what === 'deny' ? deny('no') : allow();
     },
   }),
@@ -64,6 +65,7 @@ describe('observeInvocations over HTTP', () => {
     for (const body of [
       invoke('gate', 'request', 'ok'),
       invoke('gate', 'request', 'deny'),
+      invoke('gate', 'request', 'warn'),
       invoke('shaper', 'response', 'change'),
       invoke('shaper', 'response', 'same'),
       invoke('gate', 'request', 'crash'),
@@ -81,6 +83,14 @@ describe('observeInvocations over HTTP', () => {
       {
         interceptor: 'gate',
         outcome: 'denied',
+        type: 'validation',
+        mode: 'active',
+        phase: 'request',
+      },
+      // Not valid, but only a warning: it does not block, so it is no denial.
+      {
+        interceptor: 'gate',
+        outcome: 'warned',
         type: 'validation',
         mode: 'active',
         phase: 'request',

@@ -2,7 +2,14 @@
  * The gateway's tracer and instruments, on `@opentelemetry/api` only (the service's main
  * wires the SDK). Every recording is wrapped so telemetry never breaks a request.
  */
-import { type ChainResult, type InvocationOutcome, type Invoker, merged } from '@fleet/core';
+import {
+  type ChainResult,
+  type InterceptorResult,
+  type InvocationOutcome,
+  type Invoker,
+  merged,
+  resultOutcome,
+} from '@fleet/core';
 import { createPiiEngine, type PiiEngine } from '@fleet/pii';
 import { ATTR, createFleetMetrics, interceptorInvokeSpanName } from '@fleet/telemetry';
 import {
@@ -279,9 +286,8 @@ export class OpenInvocations {
 /** What a raw answer says, for an invocation no chain settles (see {@link OpenInvocations}). */
 function answerOutcome(answer: unknown): string {
   const result = answer as { valid?: unknown; modified?: unknown; severity?: unknown } | undefined;
-  if (result?.valid === true) return 'allowed';
-  if (result?.valid === false)
-    return result.severity === 'warn' || result.severity === 'info' ? 'warned' : 'denied';
+  if (typeof result?.valid === 'boolean')
+    return resultOutcome({ ...result, type: 'validation' } as InterceptorResult);
   return result?.modified === true ? 'modified' : 'unchanged';
 }
 
