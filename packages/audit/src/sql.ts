@@ -42,15 +42,33 @@ export interface PostgresEngineOptions {
   max?: number;
   /** Reports idle-connection errors (the pool replaces the connection). */
   onError?: (error: Error) => void;
+  /** Longest wait for a new connection. Default 10 000 ms. */
+  connectTimeoutMs?: number;
+  /** Longest wait for one query's answer. Default 60 000 ms. */
+  queryTimeoutMs?: number;
 }
 
 /** PostgreSQL through a `pg` pool. */
 export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine {
-  const { connectionString, schema, max = 10, onError } = options;
+  const {
+    connectionString,
+    schema,
+    max = 10,
+    onError,
+    connectTimeoutMs = 10_000,
+    queryTimeoutMs = 60_000,
+  } = options;
   const pool = new pg.Pool({
     connectionString,
     max,
     application_name: 'fleet-audit',
+    // A database that stops answering without refusing (a partition, a host gone without a
+    // TCP reset) must fail queries, not hang them: the worker then holds its records and
+    // probes until the store answers (see worker.ts), and pool checkouts are never stranded.
+    connectionTimeoutMillis: connectTimeoutMs,
+    query_timeout: queryTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(schema === undefined ? {} : { options: `-c search_path=${quoteIdentifier(schema)}` }),
   });
   // Without a listener an idle client's error (server restart) would crash the process.
