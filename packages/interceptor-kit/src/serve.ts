@@ -98,14 +98,15 @@ export async function listen(
 }
 
 /** Default {@link ShutdownOptions.deadlineMs}. */
-export const DEFAULT_SHUTDOWN_DEADLINE_MS = 30_000;
+export const DEFAULT_SHUTDOWN_DEADLINE_MS = 25_000;
 
 /** Options for {@link onShutdown}. */
 export interface ShutdownOptions {
   /**
    * Longest the whole shutdown may take: past it an error is logged and the process exits
    * with code 1, so a cleanup waiting on something that never answers (a dead Redis, a hung
-   * database) cannot keep a stopping service alive. Default 30 s.
+   * database) cannot keep a stopping service alive. Default 25 s: inside Kubernetes' default
+   * 30 s grace period, so the error line is written before SIGKILL.
    */
   deadlineMs?: number;
 }

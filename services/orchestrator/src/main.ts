@@ -93,20 +93,24 @@ const orchestrator = createOrchestrator({
 let stopListening: () => Promise<void> = async () => undefined;
 // Registered before start-up, which waits on interceptor services and Redis: a SIGTERM then
 // still stops the process.
-const shutdown = onShutdown(async () => {
-  // Stop accepting, end the sessions (their SSE streams would hold the server open), then
-  // wait for in-flight requests to finish.
-  const drained = stopListening();
-  await orchestrator.close();
-  log.info({}, 'sessions, backends and registry closed');
-  await drained;
-  log.info({}, 'http server drained');
-  await producer?.close();
-  log.info({}, 'audit producer closed');
-  redis.disconnect();
-  subscriber.disconnect();
-  await telemetry.shutdown();
-});
+const shutdown = onShutdown(
+  async () => {
+    // Stop accepting; let calls in flight finish, then end the sessions (their SSE streams
+    // would hold the server open) and wait for the HTTP server to close.
+    const drained = stopListening();
+    await orchestrator.close();
+    log.info({}, 'sessions, backends and registry closed');
+    await drained;
+    log.info({}, 'http server drained');
+    await producer?.close();
+    log.info({}, 'audit producer closed');
+    redis.disconnect();
+    subscriber.disconnect();
+    await telemetry.shutdown();
+  },
+  // Drain (15 s) + HTTP close + audit flush; the chart's grace period is 45 s.
+  { deadlineMs: 40_000 },
+);
 await orchestrator.start();
 
 if (stdio) {

@@ -6,7 +6,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -298,15 +305,19 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const fleetToken = randomBytes(24).toString('base64url');
   const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
-  const writeState = (urls: FleetState['urls']) =>
+  const writeState = (urls: FleetState['urls']) => {
+    const path = join(stateDir, 'fleet.json');
     writeFileSync(
-      join(stateDir, 'fleet.json'),
+      path,
       // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
       // client) reach this fleet's interceptor services, the admin token lets the admin
       // commands in; owner-only file.
       `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), pid: process.pid }, null, 2)}\n`,
       { mode: 0o600 },
     );
+    // `mode` applies only when the file is created: an older, looser one is tightened too.
+    chmodSync(path, 0o600);
+  };
   // Claim the state directory at once: a second `fleet up` on it refuses from now on, not
   // only once this fleet is ready.
   writeState({});
