@@ -328,3 +328,12 @@ export function createPiiEngine(options: PiiEngineOptions = {}): PiiEngine {
   };
   return engine;
 }
+
+/**
+ * A text redactor for what must never hold a raw value (spans, stored previews and reasons):
+ * every entity type detected, each value replaced by `[TYPE]`. One engine behind it; pure.
+ */
+export function createTextRedactor(): (text: string) => string {
+  const engine = createPiiEngine({ config: { defaultStrategy: 'redact' } });
+  return (text) => engine.transformText(text).text;
+}

@@ -15,7 +15,7 @@ export {
   ToolOverrideSchema,
 } from './config.ts';
 export type { PiiEngine, PiiEngineOptions, ValueOptions } from './engine.ts';
-export { createPiiEngine } from './engine.ts';
+export { createPiiEngine, createTextRedactor } from './engine.ts';
 export type { EntityType } from './entities.ts';
 export {
   ENTITY_TYPES,

@@ -4,10 +4,9 @@
  * the store with a raw value in it.
  */
 import type { PayloadScrubber } from '@fleet/audit';
-import { createPiiEngine } from '@fleet/pii';
+import { createTextRedactor } from '@fleet/pii';
 
 /** A scrubber that redacts every PII and secret type `@fleet/pii` detects. */
 export function createPiiScrubber(): PayloadScrubber {
-  const engine = createPiiEngine({ config: { defaultStrategy: 'redact' } });
-  return (text) => engine.transformText(text).text;
+  return createTextRedactor();
 }

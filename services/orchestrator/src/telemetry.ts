@@ -10,7 +10,7 @@ import {
   merged,
   resultOutcome,
 } from '@fleet/core';
-import { createPiiEngine, type PiiEngine } from '@fleet/pii';
+import { createTextRedactor } from '@fleet/pii';
 import { ATTR, createFleetMetrics, interceptorInvokeSpanName } from '@fleet/telemetry';
 import {
   type Context,
@@ -109,7 +109,7 @@ const SCRUBBED_CACHE_MAX_LENGTH = 512;
 /** What a span shows when the PII engine fails on a text: never the text itself. */
 const SCRUB_FAILED = '[REDACTED]';
 
-let engine: PiiEngine | undefined;
+let redact: ((text: string) => string) | undefined;
 const scrubbed = new Map<string, string>();
 
 /**
@@ -118,10 +118,9 @@ const scrubbed = new Map<string, string>();
  */
 export function scrubText(text: string): string {
   try {
-    // One engine per process, made on first use: it is pure and its default config detects
-    // every entity type.
-    engine ??= createPiiEngine({ config: { defaultStrategy: 'redact' } });
-    return engine.transformText(text).text;
+    // One redactor per process, made on first use (it is pure).
+    redact ??= createTextRedactor();
+    return redact(text);
   } catch {
     return SCRUB_FAILED;
   }
