@@ -4,14 +4,12 @@
  * wrote to `<state dir>/fleet.json`, else http://127.0.0.1:8083), with `AUDIT_READ_TOKEN`
  * when set.
  */
+import { parseTimeBound } from '@fleet/audit/time';
 import { type Command, Option } from 'commander';
 import { type AuditRecordView, createAuditClient } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatTable } from '../table.ts';
-
-/** `30m`, `1h`, `7d`, ... or an ISO 8601 date / date-time; the audit API checks the rest. */
-const TIME_BOUND = /^(\d{1,9}(ms|s|m|h|d|w)|\d{4}-\d{2}-\d{2}(T\S+)?)$/i;
 
 /** The query flags and the audit API parameters they set. */
 const QUERY_FLAGS = [
@@ -46,7 +44,7 @@ export function recordQuery(options: QueryOptions): URLSearchParams {
     ['--since', since],
     ['--until', until],
   ] as const) {
-    if (value !== undefined && !TIME_BOUND.test(value.trim()))
+    if (value !== undefined && parseTimeBound(value) === undefined)
       throw new CliError(
         'USAGE',
         `${flag} must be a duration back from now (30m, 1h, 7d) or an ISO 8601 time (2025-01-31T12:00:00Z), got "${value}"`,
