@@ -283,7 +283,11 @@ interface StepRun {
   chainTimeout: boolean;
 }
 
-function failureReason(error: unknown): { reason: string; code?: number } {
+/**
+ * What an invocation failure says, as chains and services report it: a protocol or peer
+ * error's `data.reason` (URL-free for peers), else its message; plus the JSON-RPC code.
+ */
+export function failureReason(error: unknown): { reason: string; code?: number } {
   if (error instanceof ProtocolError) {
     const data = error.data as { reason?: unknown } | undefined;
     const reason = typeof data?.reason === 'string' ? data.reason : error.message;

@@ -22,7 +22,7 @@ export type {
   ResultOutcome,
   RunChainOptions,
 } from './chain.ts';
-export { planChain, resultOutcome, runChain } from './chain.ts';
+export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
 export type {
   FleetErrorCode,
   FleetErrorOptions,

@@ -5,6 +5,7 @@
  * identical whichever way an interceptor is reached.
  */
 import {
+  failureReason,
   formatPath,
   type InterceptorInfo,
   type InterceptorResult,
@@ -135,12 +136,6 @@ function handlerFailure(interceptor: string, reason: string): ProtocolError {
     interceptor,
     reason,
   });
-}
-
-/** The reason an invocation failed: its error's `data.reason`, else its message. */
-function reasonOf(error: ProtocolError): string {
-  const reason = (error.data as { reason?: unknown } | undefined)?.reason;
-  return typeof reason === 'string' ? reason : error.message;
 }
 
 function checkVerdict(
@@ -316,7 +311,7 @@ export function createInterceptorHost(
                 params.name,
                 error instanceof Error ? error.message || error.name : String(error),
               );
-        reason = reasonOf(failure);
+        reason = failureReason(failure).reason;
         throw failure;
       } finally {
         if (timer !== undefined) clearTimeout(timer);

@@ -114,8 +114,6 @@ function nameOf(params: unknown): string {
   return typeof name === 'string' ? name : 'unknown';
 }
 
-/** An invocation's `fleet.interceptor.outcome`, from its result. */
-
 function isId(id: unknown): id is string | number {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
 }

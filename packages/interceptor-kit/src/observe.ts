@@ -9,7 +9,7 @@ import type { Logger } from './logger.ts';
 /** Attributes of one recorded invocation (those of `FleetMetrics.recordInterceptor`). */
 export interface InvocationMetricAttributes {
   interceptor: string;
-  /** `allowed` `denied` `modified` `unchanged` (the verdict), `failed` or `timeout`. */
+  /** `allowed` `warned` `denied` `modified` `unchanged` (the verdict), `failed` or `timeout`. */
   outcome: string;
   type?: string;
   mode?: string;
