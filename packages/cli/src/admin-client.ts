@@ -3,6 +3,7 @@
  * {@link CliError} whose message says what to do about it.
  */
 import { CliError, readApiProblem } from './errors.ts';
+import { exchangeJson } from './http-json.ts';
 
 /** Options for {@link createAdminClient}. */
 export interface AdminClientOptions {
@@ -107,19 +108,6 @@ const UNREACHABLE_CODES = new Set([
   'UND_ERR_SOCKET',
 ]);
 
-/** The system error code (`ECONNREFUSED`, ...) behind a failed fetch, if there is one. */
-export function causeCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    const errors = (current as { errors?: unknown }).errors;
-    if (Array.isArray(errors) && errors.length > 0) current = errors[0];
-    else current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 /** Create a client for the admin API at `baseUrl`. */
 export function createAdminClient(options: AdminClientOptions): AdminClient {
   const { token, fetch: doFetch, timeoutMs = 30_000 } = options;
@@ -133,50 +121,38 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    try {
-      response = await doFetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      const name = (error as { name?: unknown }).name;
-      if (name === 'TimeoutError' || name === 'AbortError') {
-        throw new CliError(
-          'ORCHESTRATOR_TIMEOUT',
-          `the orchestrator at ${baseUrl} did not answer within ${timeoutMs} ms`,
+    const { response, json } = await exchangeJson(
+      doFetch,
+      `${baseUrl}${path}`,
+      { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) },
+      timeoutMs,
+      (failure) => {
+        if (failure.kind === 'timeout')
+          return new CliError(
+            'ORCHESTRATOR_TIMEOUT',
+            `the orchestrator at ${baseUrl} did not answer within ${timeoutMs} ms`,
+            { cause: failure.error },
+          );
+        if (failure.kind === 'not-json')
+          return new CliError(
+            'UNEXPECTED_RESPONSE',
+            `${method} ${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} the orchestrator?`,
+            { status: failure.status },
+          );
+        const { code, error } = failure;
+        if (code === undefined || UNREACHABLE_CODES.has(code))
+          return new CliError(
+            'ORCHESTRATOR_UNREACHABLE',
+            `cannot reach the orchestrator at ${baseUrl}: is it running? (fleet up)`,
+            { cause: error, details: code === undefined ? undefined : { reason: code } },
+          );
+        return new CliError(
+          'ORCHESTRATOR_UNREACHABLE',
+          `cannot reach the orchestrator at ${baseUrl}: ${code}`,
           { cause: error },
         );
-      }
-      const code = causeCode(error);
-      if (code === undefined || UNREACHABLE_CODES.has(code)) {
-        throw new CliError(
-          'ORCHESTRATOR_UNREACHABLE',
-          `cannot reach the orchestrator at ${baseUrl}: is it running? (fleet up)`,
-          { cause: error, details: code === undefined ? undefined : { reason: code } },
-        );
-      }
-      throw new CliError(
-        'ORCHESTRATOR_UNREACHABLE',
-        `cannot reach the orchestrator at ${baseUrl}: ${code}`,
-        { cause: error },
-      );
-    }
-    const text = await response.text();
-    let json: unknown;
-    if (text !== '') {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        throw new CliError(
-          'UNEXPECTED_RESPONSE',
-          `${method} ${baseUrl}${path} answered ${response.status} with a body that is not JSON: is ${baseUrl} the orchestrator?`,
-          { status: response.status },
-        );
-      }
-    }
+      },
+    );
     if (response.status === 401) {
       throw new CliError(
         'ADMIN_UNAUTHORIZED',

@@ -3,8 +3,8 @@
  * failure becomes a {@link CliError}: `AUDIT_UNREACHABLE`, `INVALID_QUERY` (the API's 400,
  * exit 2) or `AUDIT_API_ERROR`.
  */
-import { causeCode } from './admin-client.ts';
 import { CliError, readApiProblem } from './errors.ts';
+import { causeCode, exchangeJson } from './http-json.ts';
 
 /** One audit record, as far as the CLI shows it. */
 export interface AuditRecordView {
@@ -50,35 +50,28 @@ export function createAuditClient(options: AuditClientOptions): AuditClient {
   const { baseUrl, token, fetch: doFetch, timeoutMs = 10_000 } = options;
 
   const get = async <T>(path: string): Promise<T> => {
-    let res: Response;
-    try {
-      res = await doFetch(`${baseUrl}${path}`, {
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      const name = (error as { name?: unknown }).name;
-      const timedOut = name === 'TimeoutError' || name === 'AbortError';
-      const code = causeCode(error);
-      throw new CliError(
-        'AUDIT_UNREACHABLE',
-        timedOut
-          ? `the audit API at ${baseUrl} did not answer within ${timeoutMs} ms`
-          : `cannot reach the audit API at ${baseUrl}: is the fleet running? (fleet up, or pass --audit)`,
-        { cause: error, ...(code === undefined ? {} : { details: { reason: code } }) },
-      );
-    }
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      throw new CliError(
-        'AUDIT_API_ERROR',
-        `${baseUrl}${path} answered ${res.status} with a body that is not JSON: is ${baseUrl} the audit-logger?`,
-        { status: res.status },
-      );
-    }
+    const { response: res, json: body } = await exchangeJson(
+      doFetch,
+      `${baseUrl}${path}`,
+      { headers: token ? { authorization: `Bearer ${token}` } : {} },
+      timeoutMs,
+      (failure) => {
+        if (failure.kind === 'not-json')
+          return new CliError(
+            'AUDIT_API_ERROR',
+            `${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} the audit-logger?`,
+            { status: failure.status },
+          );
+        const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
+        return new CliError(
+          'AUDIT_UNREACHABLE',
+          failure.kind === 'timeout'
+            ? `the audit API at ${baseUrl} did not answer within ${timeoutMs} ms`
+            : `cannot reach the audit API at ${baseUrl}: is the fleet running? (fleet up, or pass --audit)`,
+          { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
+        );
+      },
+    );
     if (res.ok) return body as T;
     const problem = readApiProblem(body);
     if (res.status === 401)

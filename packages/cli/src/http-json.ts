@@ -1,0 +1,58 @@
+/**
+ * One JSON exchange with a fleet HTTP API (admin, audit): a request under a time budget, its
+ * body parsed as JSON. Each client turns the ways it can fail into its own {@link CliError}.
+ */
+import type { CliError } from './errors.ts';
+
+/** Why an exchange gave no JSON answer. */
+export type ExchangeFailure =
+  /** No answer within the budget. */
+  | { kind: 'timeout'; error: unknown }
+  /** The request did not get through; `code` is the system error behind it, if any. */
+  | { kind: 'unreachable'; error: unknown; code: string | undefined }
+  /** An answer whose body is not JSON. */
+  | { kind: 'not-json'; status: number };
+
+/** The system error code (`ECONNREFUSED`, ...) behind a failed fetch, if there is one. */
+export function causeCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    const errors = (current as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) current = errors[0];
+    else current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * `url` fetched with `init` within `timeoutMs`; the answer and its body as JSON (undefined
+ * when empty). @throws what `failed` makes of an {@link ExchangeFailure}.
+ */
+export async function exchangeJson(
+  doFetch: typeof fetch,
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  failed: (failure: ExchangeFailure) => CliError,
+): Promise<{ response: Response; json: unknown }> {
+  let response: Response;
+  try {
+    response = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (error) {
+    const name = (error as { name?: unknown }).name;
+    throw failed(
+      name === 'TimeoutError' || name === 'AbortError'
+        ? { kind: 'timeout', error }
+        : { kind: 'unreachable', error, code: causeCode(error) },
+    );
+  }
+  const text = await response.text();
+  if (text === '') return { response, json: undefined };
+  try {
+    return { response, json: JSON.parse(text) };
+  } catch {
+    throw failed({ kind: 'not-json', status: response.status });
+  }
+}
