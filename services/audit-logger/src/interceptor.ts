@@ -8,6 +8,7 @@
  * `previewChars` is set; it is scrubbed here, before it is cut (and again by the worker).
  */
 import {
+  AUDIT_RECORD_LIMITS,
   type AuditPrincipal,
   type AuditRecord,
   type AuditRecordInput,
@@ -66,7 +67,8 @@ export interface AuditLoggerInterceptorOptions {
 }
 
 const MAX_CLAIM_LENGTH = 256;
-const MAX_ID_LENGTH = 512;
+/** Ids and targets are cut where the record schema bounds them (its marker never needed). */
+const MAX_ID_LENGTH = AUDIT_RECORD_LIMITS.idLength;
 
 function selectClaims(
   claims: Record<string, unknown> | undefined,
