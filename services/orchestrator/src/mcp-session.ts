@@ -59,7 +59,30 @@ export function handleClientRequest(
       ),
     );
   }
-  return gateway.handle(session, method, params, context);
+  return gateway.handle(session, method, withoutTaskAugmentation(params), context);
+}
+
+/**
+ * The params of a request as the gateway processes it: without task augmentation. The
+ * gateway declares no `tasks` capability, and a receiver that does not declare it for a
+ * request type MUST process such requests normally, ignoring the `task` metadata (MCP
+ * 2025-11-25, Tasks: Behavior Requirements). Nor does it reach interceptors or backends: a
+ * backend with tasks would answer with a task the client cannot follow through the gateway.
+ */
+export function withoutTaskAugmentation(
+  params: Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  if (params === undefined || params === null || !('task' in params)) return params;
+  const { task: _ignored, ...rest } = params;
+  return rest;
+}
+
+/**
+ * The SDK server refuses task-augmented requests when no task capability is declared; the
+ * specification says to process them normally instead ({@link withoutTaskAugmentation}).
+ */
+class GatewayServer extends Server {
+  protected override assertTaskHandlerCapability(): void {}
 }
 
 /** Requests the SDK server answers itself. */
@@ -69,7 +92,7 @@ const SDK_ANSWERED = new Set(['initialize', 'ping']);
  * The direct path of a session's requests (see `SessionTransport.direct`): everything the
  * SDK server would hand to the gateway anyway, with the same context it would build (the
  * SDK server still sends the request's notifications and server-to-client requests, tied
- * to it). Task-augmented requests stay with the SDK, which refuses them.
+ * to it). Task-augmented requests are processed as plain ones ({@link withoutTaskAugmentation}).
  */
 export function directRequestHandler(
   gateway: Gateway,
@@ -79,7 +102,6 @@ export function directRequestHandler(
   return (request, info, signal) => {
     if (SDK_ANSWERED.has(request.method)) return undefined;
     const params = request.params;
-    if (params !== undefined && params !== null && 'task' in params) return undefined;
     const related = { relatedRequestId: request.id };
     const context: RequestContext = {
       signal,
@@ -104,7 +126,7 @@ export function createClientSession(
   registry: Registry,
   principal?: Principal,
 ): ClientSession & { server: Server } {
-  const server = new Server(GATEWAY_INFO, {
+  const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: gatewayCapabilities(gateway, registry),
     instructions: GATEWAY_INSTRUCTIONS,
   });

@@ -11,18 +11,10 @@ import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer, startGateway, type TestGateway, textOf } from './harness.ts';
+import { SESSION_INIT, SESSION_VERSION } from './raw-http.ts';
 
-const VERSION = '2025-11-25';
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: VERSION,
-    capabilities: {},
-    clientInfo: { name: 'hostile', version: '1' },
-  },
-};
+const VERSION = SESSION_VERSION;
+const INIT = SESSION_INIT;
 const CALL = {
   jsonrpc: '2.0',
   id: 5,

@@ -5,17 +5,9 @@ import { allow, defineValidator } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+import { SESSION_INIT } from './raw-http.ts';
 
-const INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  },
-};
+const INIT = SESSION_INIT;
 
 /** A POST through node:http, which (unlike fetch) lets a test set the Host header. */
 async function raw(url: string, body: string | Buffer, headers: Record<string, string> = {}) {

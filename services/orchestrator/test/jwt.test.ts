@@ -16,21 +16,13 @@ import {
   startGateway,
   textOf,
 } from './harness.ts';
+import { SESSION_INIT } from './raw-http.ts';
 
 const ISSUER = 'https://issuer.test.example';
 const AUDIENCE = 'interceptor-fleet';
 const KID = 'test-key-1';
 
-const INIT = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  },
-});
+const INIT = JSON.stringify(SESSION_INIT);
 
 type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 

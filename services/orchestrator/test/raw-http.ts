@@ -4,6 +4,21 @@ import { type RawReply, rawPost } from '@fleet/interceptor-kit/testing';
 export type { Envelope, RawReply } from '@fleet/interceptor-kit/testing';
 export { rawPost };
 
+/** The session protocol revision (the SDK client's). */
+export const SESSION_VERSION = '2025-11-25';
+
+/** A 2025-11-25 `initialize` request (id 1) that opens a session. */
+export const SESSION_INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: SESSION_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  },
+} as const;
+
 /** The stateless protocol revision. */
 export const MODERN = '2026-07-28';
 
