@@ -135,3 +135,23 @@ export async function createPgliteEngine(dataDir: string): Promise<SqlEngine> {
     close: () => db.close(),
   };
 }
+
+/**
+ * The SQLSTATE of an error PostgreSQL (through `pg`, or PGlite) answered with, e.g. `22008`;
+ * undefined for any other error (a connection failure, a timeout).
+ */
+export function sqlState(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string'
+    ? code
+    : undefined;
+}
+
+/**
+ * Whether the database refused the data itself (SQLSTATE class 22, data exception: a value
+ * out of range, a character it cannot hold): the same statement fails the same way again.
+ */
+export function isDataException(error: unknown): boolean {
+  return sqlState(error)?.startsWith('22') === true;
+}

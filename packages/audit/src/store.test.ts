@@ -221,6 +221,33 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     expect(await t.store.insertBatch([])).toBe(0);
   });
 
+  it('stores NUL characters and lone surrogates as U+FFFD instead of failing the batch', async () => {
+    // PostgreSQL text and jsonb hold no U+0000 (SQLSTATE 22P05), jsonb no lone surrogate (22P02).
+    const odd = recordAt(0, {
+      target: 't\u0000',
+      backend: 'b\ud800',
+      principal: { type: 'user', id: 'p\u0000', claims: { 'k\u0000': 'v\udc00', n: 1 } },
+      abortReasons: [{ interceptor: 'i', reason: 'r\u0000', type: 'timeout', phase: 'request' }],
+      payloadPreview: '\u0000\ud83d\ude00\ud83d',
+    });
+    const plain = recordAt(1);
+    expect(await t.store.insertBatch([odd, plain])).toBe(2);
+    const { records } = await t.store.query({ principal: 'p\ufffd' });
+    expect(records).toEqual([
+      {
+        ...odd,
+        target: 't\ufffd',
+        backend: 'b\ufffd',
+        principal: { type: 'user', id: 'p\ufffd', claims: { 'k\ufffd': 'v\ufffd', n: 1 } },
+        abortReasons: [{ interceptor: 'i', reason: 'r\ufffd', type: 'timeout', phase: 'request' }],
+        payloadPreview: '\ufffd\u{1F600}\ufffd',
+      },
+    ]);
+    expect(odd.target).toBe('t\u0000');
+    expect((await t.store.query({ tool: 't\ufffd' })).records).toHaveLength(1);
+    expect(await t.count()).toBe(2);
+  });
+
   const filterCases: Array<[string, (r: AuditRecord[]) => AuditRecordFilters, number[]]> = [
     ['no filter', () => ({}), [0, 1, 2, 3, 4]],
     ['traceId', () => ({ traceId: trace1 }), [0, 1]],

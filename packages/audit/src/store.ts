@@ -7,7 +7,8 @@
  * target, principal, decision, event, and interceptor names through a GIN index on a text[]
  * column) and the whole record as JSONB. A batch is inserted by one statement that expands
  * a JSON array server-side, `ON CONFLICT (id) DO NOTHING`, so a record delivered twice is
- * stored once.
+ * stored once. Characters PostgreSQL cannot hold (NUL, lone surrogates) are replaced by U+FFFD
+ * first (`storable.ts`), so they fail no batch.
  */
 import { resolve } from 'node:path';
 import { AuditJournalInUseError, lockJournal } from './journal.ts';
@@ -36,6 +37,7 @@ import {
   quoteIdentifier,
   type SqlEngine,
 } from './sql.ts';
+import { storableJson } from './storable.ts';
 
 /** Where PGlite keeps its data when no directory is given (relative to the cwd). */
 export const DEFAULT_PGLITE_DIR = '.fleet/audit-pglite';
@@ -91,7 +93,8 @@ export interface AuditStore {
   migrate(): Promise<number[]>;
   /**
    * Insert parsed records in one statement; a record whose id is stored already (or that
-   * appears twice in `records`) is skipped. Returns how many rows were inserted.
+   * appears twice in `records`) is skipped. NUL characters and lone UTF-16 surrogates, which
+   * PostgreSQL cannot hold, are stored as U+FFFD. Returns how many rows were inserted.
    */
   insertBatch(records: readonly AuditRecord[]): Promise<number>;
   /**
@@ -285,7 +288,7 @@ function createSqlAuditStore(
       if (records.length === 0) return 0;
       const seen = new Set<string>();
       const unique = records.filter((record) => !seen.has(record.id) && seen.add(record.id));
-      const [row] = await engine.query<{ inserted: number }>(INSERT_SQL, [JSON.stringify(unique)]);
+      const [row] = await engine.query<{ inserted: number }>(INSERT_SQL, [storableJson(unique)]);
       return row?.inserted ?? 0;
     },
 

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Queue } from 'bullmq';
+import { type JobsOptions, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -40,6 +40,7 @@ import {
   type AuditWorkerOptions,
   createAuditProducer,
   createAuditWorker,
+  PAYLOAD_PREVIEW_MAX_LENGTH,
   SCRUB_FAILED,
   TRUNCATION_MARKER,
 } from './index.ts';
@@ -68,13 +69,9 @@ function worker(options: Partial<AuditWorkerOptions> & { prefix: string }): Audi
   return created;
 }
 
-function queue(prefix: string, url = SHARED_REDIS_URL): Queue {
-  const connection = new Redis(url, { maxRetriesPerRequest: null });
-  const created = new Queue(AUDIT_QUEUE, {
-    connection,
-    prefix,
-    defaultJobOptions: AUDIT_JOB_OPTIONS,
-  });
+function queue(prefix: string, defaultJobOptions: JobsOptions = AUDIT_JOB_OPTIONS): Queue {
+  const connection = new Redis(SHARED_REDIS_URL, { maxRetriesPerRequest: null });
+  const created = new Queue(AUDIT_QUEUE, { connection, prefix, defaultJobOptions });
   defer(async () => {
     await created.close();
     connection.disconnect();
@@ -111,6 +108,24 @@ async function storedIds(store: AuditStore): Promise<string[]> {
 }
 
 const sortedIds = (records: readonly AuditRecord[]): string[] => records.map((r) => r.id).sort();
+
+// The production job options with the backoff scaled down: all 8 attempts are spent within
+// 10 ms × (1 + 2 + … + 64) ≈ 1.3 s, so a job that would end in the failed set gets there fast.
+const FAST_RETRIES: JobsOptions = {
+  ...AUDIT_JOB_OPTIONS,
+  backoff: { type: 'exponential', delay: 10 },
+};
+
+// A record no store can hold, even after characters are made storable: the schema takes any
+// ISO 8601 date-time, but PostgreSQL's timestamptz has no year 0 (SQLSTATE 22008, on
+// PostgreSQL and PGlite alike). The real store refuses it: no fake store needed.
+const unstorable = (): AuditRecord => ({ ...recordAt(0), timestamp: '0000-01-01T00:00:00Z' });
+
+/** Jobs of the queue that completed or failed for good. */
+async function settled(q: Queue): Promise<number> {
+  const counts = await q.getJobCounts('completed', 'failed');
+  return (counts.completed ?? 0) + (counts.failed ?? 0);
+}
 
 describe('audit worker', () => {
   it('stores what producers enqueue, in batches, each record once', async () => {
@@ -421,6 +436,142 @@ describe('audit worker', () => {
     const mixed = await q.getJob('mixed');
     expect(mixed?.attemptsMade).toBe(1);
     expect(mixed?.failedReason).toMatch(/2 of 5/);
+  });
+
+  it('stores records holding NUL or lone surrogates, the characters replaced by U+FFFD, with their batch', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const good = makeRecords(5);
+    // PostgreSQL text and jsonb hold no U+0000 (SQLSTATE 22P05) and jsonb no lone surrogate
+    // (22P02): caller text carrying either used to fail its whole batch.
+    const nul = recordAt(0, {
+      target: 'get\u0000weather',
+      principal: { type: 'user', id: 'al\u0000ice', claims: { 'ro\u0000le': ['ad\u0000min'] } },
+      interceptors: [
+        {
+          name: 'guard\u0000',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'denied',
+          durationMs: 1,
+          messages: [{ path: 'a\u0000', severity: 'error', message: 'saw \u0000' }],
+        },
+      ],
+      abortReasons: [
+        { interceptor: 'guard', reason: 'nul \u0000', type: 'validation', phase: 'request' },
+      ],
+      payloadPreview: '{"q":"\u0000"}',
+    });
+    const lone = recordAt(1, { target: 'half \ud83d', sessionId: '\ude00 tail' });
+    // The worker's own cut: an emoji straddling the stored preview length is cut in half.
+    const straddling = recordAt(2, {
+      payloadPreview: `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1)}\u{1F600} and more`,
+    });
+    await add(q, [...good, nul, lone, straddling]);
+    const w = worker({ prefix });
+    await waitFor(async () => (await settled(q)) === 8, 'every job done or failed');
+    expect(await q.getFailedCount()).toBe(0);
+    expect(await t.count()).toBe(8);
+    expect(w.metrics()).toMatchObject({ inserted: 8, refused: 0 });
+    const stored = new Map((await t.store.query()).records.map((r) => [r.id, r]));
+    expect(stored.get(nul.id)).toMatchObject({
+      target: 'get\ufffdweather',
+      principal: { type: 'user', id: 'al\ufffdice', claims: { 'ro\ufffdle': ['ad\ufffdmin'] } },
+      interceptors: [
+        { name: 'guard\ufffd', messages: [{ path: 'a\ufffd', message: 'saw \ufffd' }] },
+      ],
+      abortReasons: [{ reason: 'nul \ufffd' }],
+      payloadPreview: '{"q":"\ufffd"}',
+    });
+    expect(stored.get(lone.id)).toMatchObject({ target: 'half \ufffd', sessionId: '\ufffd tail' });
+    expect(stored.get(straddling.id)?.payloadPreview).toBe(
+      `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1)}\ufffd`,
+    );
+    // The columns the filters read hold the same text as the record.
+    expect((await t.store.query({ tool: 'get\ufffdweather' })).records).toHaveLength(1);
+    expect((await t.store.query({ principal: 'al\ufffdice' })).records).toHaveLength(1);
+  });
+
+  it('stores every other record of a batch that one unstorable record made fail, and fails only its job', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const good = makeRecords(30);
+    const bad = unstorable();
+    await add(q, [...good.slice(0, 12), bad, ...good.slice(12)]);
+    const sizes: number[] = [];
+    const logger = captureLogger();
+    // One batch of all 31 records: it fills before the flush interval ends.
+    const w = worker({
+      prefix,
+      logger,
+      batchSize: 31,
+      flushIntervalMs: 5000,
+      hooks: { beforeInsert: (records) => void sizes.push(records.length) },
+    });
+    await waitFor(async () => (await settled(q)) === 31, 'every job done or failed');
+    expect(sizes[0]).toBe(31);
+    expect(await storedIds(t.store)).toEqual(sortedIds(good));
+    expect(await q.getFailedCount()).toBe(1);
+    expect(w.metrics()).toMatchObject({ inserted: 30, duplicates: 0, refused: 1, malformed: 0 });
+    const [failed] = await q.getFailed();
+    expect(failed?.id).toBe(bad.id);
+    // Its data is refused (a data exception): retrying it would fail the same way.
+    expect(failed?.attemptsMade).toBe(1);
+    expect(failed?.failedReason).toMatch(/^the audit store refused this record \(SQLSTATE 22008\)/);
+    const refusals = logger.entries.filter((e) => e.message.startsWith('audit store refused'));
+    expect(refusals).toEqual([
+      expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ refused: 1 }) }),
+    ]);
+    // The log names how many and why, never the record's content.
+    expect(JSON.stringify(logger.entries)).not.toContain('0000-01-01');
+  });
+
+  it('stores the other records of a batch job holding an unstorable record, and fails that job', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const good = makeRecords(20);
+    await q.add(
+      AUDIT_BATCH_JOB_NAME,
+      { records: [...good.slice(0, 5), unstorable(), ...good.slice(5, 10)] },
+      { jobId: 'with-unstorable' },
+    );
+    await q.add(AUDIT_BATCH_JOB_NAME, { records: good.slice(10) }, { jobId: 'all-good' });
+    const w = worker({ prefix, batchSize: 21, flushIntervalMs: 5000 });
+    await waitFor(async () => (await settled(q)) === 2, 'both jobs done or failed');
+    expect(await storedIds(t.store)).toEqual(sortedIds(good));
+    expect(await q.getCompletedCount()).toBe(1);
+    expect(w.metrics()).toMatchObject({ inserted: 20, refused: 1 });
+    const failed = await q.getJob('with-unstorable');
+    expect(failed?.attemptsMade).toBe(1);
+    expect(failed?.failedReason).toMatch(/^1 of 11 audit records refused by the store: \[5\] /);
+  });
+
+  it('retries the job of a record whose insert fails for a reason other than its data', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const records = makeRecords(10);
+    const victim = records[4] as AuditRecord;
+    // A wrapper of the real PostgreSQL store that refuses every insert holding one record id,
+    // with an error that is no data exception (no SQLSTATE class 22), until that record was
+    // refused once on its own; it delegates everything else.
+    let refusedAlone = false;
+    const picky: AuditStore = {
+      ...t.store,
+      insertBatch: (batch) => {
+        if (!refusedAlone && batch.some((r) => r.id === victim.id)) {
+          refusedAlone = batch.length === 1;
+          return Promise.reject(new Error('lock timeout'));
+        }
+        return t.store.insertBatch(batch);
+      },
+    };
+    await add(q, records);
+    const w = worker({ prefix, store: picky });
+    await waitFor(async () => (await settled(q)) === 10, 'every job done or failed');
+    expect(await storedIds(t.store)).toEqual(sortedIds(records));
+    expect(await q.getFailedCount()).toBe(0);
+    expect((await q.getJob(victim.id))?.attemptsMade).toBe(2);
+    expect(w.metrics()).toMatchObject({ inserted: 10, refused: 1 });
   });
 
   it('refuses option values out of range', () => {

@@ -21,13 +21,22 @@
  * locks, and with every slot taken the worker takes no new jobs), and the insert is retried
  * once a probe of the store succeeds (capped backoff), however long that takes. No attempt
  * is spent, so an outage of any length loses nothing. A failed insert while the store answers
- * (a problem of the batch) fails its jobs, which BullMQ retries with the job's backoff.
+ * is a problem of some record in the batch: the batch is inserted again in halves, down to
+ * single records, so every record the store takes is stored (once: a failed statement inserts
+ * nothing) and only the jobs of the records it refuses on their own fail: at once for a data
+ * exception (SQLSTATE class 22), which would recur, else retried with the job's backoff.
  */
 import { type Attributes, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { closeWorkerPromptly, raceTimeout } from './closing.ts';
-import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
+import {
+  type AuditLogger,
+  createStderrLogger,
+  errorFields,
+  type LogFields,
+  safeLogger,
+} from './logger.ts';
 import { DEFAULT_REDIS_URL } from './producer.ts';
 import {
   AUDIT_BATCH_JOB_NAME,
@@ -37,13 +46,17 @@ import {
   parseAuditRecord,
 } from './record.ts';
 import { defaultScrubber, type PayloadScrubber, scrubRecord } from './scrub.ts';
+import { isDataException, sqlState } from './sql.ts';
 import type { AuditStore } from './store.ts';
 
 /** Test seams around the insert of one batch (e.g. to crash a worker mid-batch). */
 export interface AuditWorkerHooks {
-  /** Runs after a batch was taken and scrubbed, before it is inserted. */
+  /**
+   * Runs after a batch was taken and scrubbed, before each insert statement: the batch's, and
+   * those of its parts while a record the store refuses is isolated.
+   */
   beforeInsert?: (records: readonly AuditRecord[]) => void | Promise<void>;
-  /** Runs after a batch committed, before its jobs are acknowledged. */
+  /** Runs after a batch (or a part of one) committed, before its jobs are acknowledged. */
   afterInsert?: (records: readonly AuditRecord[], inserted: number) => void | Promise<void>;
 }
 
@@ -112,8 +125,14 @@ export interface AuditWorkerMetrics {
   /** Malformed records (their jobs moved to the failed set, never retried). */
   malformed: number;
   /**
-   * Failed inserts: while the store is unavailable each retry of a held batch counts; while it
-   * answers, the batch's jobs are retried by BullMQ.
+   * Records the store refused on their own while it answered (their jobs failed: at once for
+   * a data exception, else retried by BullMQ); the other records of their batches were stored.
+   */
+  refused: number;
+  /**
+   * Failed insert statements: while the store is unavailable each retry of a held batch
+   * counts; while it answers, each try of a batch and of its parts split to isolate a refused
+   * record.
    */
   failedBatches: number;
   /** Batches committed. */
@@ -147,8 +166,35 @@ export interface AuditWorker {
 
 interface Parked {
   record: AuditRecord;
-  done: () => void;
-  fail: (error: unknown) => void;
+  /** Stored (no argument), or refused by the store on its own (why). */
+  settle: (refused?: Error) => void;
+}
+
+/** A parked record with its scrubbed copy, the one inserted. */
+interface Slot {
+  entry: Parked;
+  record: AuditRecord;
+}
+
+/** What the store said to one record refused on its own, as named in logs: no values. */
+function refusalFields(error: unknown): LogFields {
+  const { message, ...fields } = errorFields(error);
+  // A data exception's message may quote the value (`out of range: "0000-01-01..."`).
+  return isDataException(error) ? fields : { ...fields, message };
+}
+
+/**
+ * The error a refused record's job fails with: a data exception fails the same way again, so
+ * its job is not retried (`UnrecoverableError`); anything else is, with the job's backoff.
+ */
+function refusalError(error: unknown): Error {
+  const state = sqlState(error);
+  const why =
+    state === undefined ? (error instanceof Error ? error.name : 'error') : `SQLSTATE ${state}`;
+  const message = `the audit store refused this record (${why}): ${error instanceof Error ? error.message : String(error)}`;
+  return isDataException(error)
+    ? new UnrecoverableError(message)
+    : new Error(message, { cause: error });
 }
 
 const tracer = trace.getTracer('@fleet/audit');
@@ -203,6 +249,7 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     inserted: 0,
     duplicates: 0,
     malformed: 0,
+    refused: 0,
     failedBatches: 0,
     batches: 0,
     scrubFailures: 0,
@@ -260,14 +307,9 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     return outage.answered;
   };
 
-  const insert = async (entries: Parked[]): Promise<void> => {
-    inserting += entries.length;
-    const records: AuditRecord[] = [];
-    for (const entry of entries) {
-      const { record, failed } = scrubRecord(entry.record, scrub);
-      counters.scrubFailures += failed;
-      records.push(record);
-    }
+  /** One statement for `slots`, in a span of its own: stored, held (the store is away), or why not. */
+  const tryInsert = (slots: readonly Slot[]): Promise<'stored' | 'held' | { error: unknown }> => {
+    const records = slots.map((slot) => slot.record);
     const links: Link[] = [];
     for (const record of records) {
       if (links.length >= MAX_SPAN_LINKS) break;
@@ -280,50 +322,90 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
       'messaging.operation.type': SPAN_PROCESS,
       'messaging.batch.message_count': records.length,
     };
-    try {
-      for (;;) {
-        const outcome = await tracer.startActiveSpan(
-          `${SPAN_PROCESS} ${queueName}`,
-          { kind: SpanKind.CONSUMER, attributes, links },
-          async (span): Promise<'stored' | 'failed' | 'held'> => {
-            try {
-              await hooks.beforeInsert?.(records);
-              const inserted = await store.insertBatch(records);
-              await hooks.afterInsert?.(records, inserted);
-              counters.batches++;
-              counters.inserted += inserted;
-              counters.duplicates += records.length - inserted;
-              counters.processed += records.length;
-              span.setAttribute('fleet.audit.inserted', inserted);
-              for (const entry of entries) entry.done();
-              return 'stored';
-            } catch (error) {
-              counters.failedBatches++;
-              span.recordException(error as Error);
-              span.setStatus({ code: SpanStatusCode.ERROR });
-              if ((await raceTimeout(store.ping(), PING_TIMEOUT_MS)) !== true) {
-                // An outage: hold the batch (its jobs stay active, no attempt spent).
-                if (!outage)
-                  logger.warn('audit batch insert failed; the store does not answer', {
-                    records: records.length,
-                    error: errorFields(error),
-                  });
-                return 'held';
-              }
-              logger.error('audit batch insert failed; its jobs will be retried', {
+    return tracer.startActiveSpan(
+      `${SPAN_PROCESS} ${queueName}`,
+      { kind: SpanKind.CONSUMER, attributes, links },
+      async (span) => {
+        try {
+          await hooks.beforeInsert?.(records);
+          const inserted = await store.insertBatch(records);
+          await hooks.afterInsert?.(records, inserted);
+          counters.batches++;
+          counters.inserted += inserted;
+          counters.duplicates += records.length - inserted;
+          counters.processed += records.length;
+          span.setAttribute('fleet.audit.inserted', inserted);
+          for (const slot of slots) slot.entry.settle();
+          return 'stored';
+        } catch (error) {
+          counters.failedBatches++;
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          if ((await raceTimeout(store.ping(), PING_TIMEOUT_MS)) !== true) {
+            // An outage: hold the batch (its jobs stay active, no attempt spent).
+            if (!outage)
+              logger.warn('audit batch insert failed; the store does not answer', {
                 records: records.length,
                 error: errorFields(error),
               });
-              for (const entry of entries) entry.fail(error);
-              return 'failed';
-            } finally {
-              span.end();
-            }
-          },
-        );
+            return 'held';
+          }
+          return { error };
+        } finally {
+          span.end();
+        }
+      },
+    );
+  };
+
+  /**
+   * Store `slots`, holding them through an outage. An insert that fails while the store
+   * answers is a problem of some record in it: the slots are split in halves, each stored the
+   * same way, down to single records. A failed statement inserts nothing, so every record the
+   * store takes is stored once, and only the jobs of the records it refuses on their own fail.
+   * Returns the store's errors for those.
+   */
+  const storeIsolating = async (slots: readonly Slot[]): Promise<unknown[]> => {
+    for (;;) {
+      const outcome = await tryInsert(slots);
+      if (outcome === 'stored') return [];
+      if (outcome === 'held') {
         // Held past close: the jobs stay unacknowledged and BullMQ redelivers them.
-        if (outcome !== 'held' || !(await waitForStore(records.length))) return;
+        if (!(await waitForStore(slots.length))) return [];
+        continue;
       }
+      const [only] = slots;
+      if (slots.length === 1 && only) {
+        counters.refused++;
+        only.entry.settle(refusalError(outcome.error));
+        return [outcome.error];
+      }
+      const half = Math.ceil(slots.length / 2);
+      const head = await storeIsolating(slots.slice(0, half));
+      return [...head, ...(await storeIsolating(slots.slice(half)))];
+    }
+  };
+
+  const insert = async (entries: Parked[]): Promise<void> => {
+    inserting += entries.length;
+    try {
+      const slots = entries.map((entry): Slot => {
+        const { record, failed } = scrubRecord(entry.record, scrub);
+        counters.scrubFailures += failed;
+        return { entry, record };
+      });
+      const refused = await storeIsolating(slots);
+      if (refused.length === 0) return;
+      const errors = new Map<string, LogFields>();
+      for (const error of refused) {
+        const fields = refusalFields(error);
+        errors.set(JSON.stringify(fields), fields);
+      }
+      logger.warn('audit store refused records of a batch; their jobs failed', {
+        records: slots.length,
+        refused: refused.length,
+        errors: [...errors.values()].slice(0, 5),
+      });
     } finally {
       inserting -= entries.length;
     }
@@ -336,11 +418,14 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     while (batch.length > 0) void insert(batch.splice(0, maxInsertRows));
   };
 
-  /** Add records to the batch; resolves once all of them are committed. */
-  const park = (records: readonly AuditRecord[]): Promise<unknown> => {
+  /**
+   * Add records to the batch; resolves once each of them is stored or refused by the store,
+   * with the refusals' errors in the records' order (undefined: stored).
+   */
+  const park = (records: readonly AuditRecord[]): Promise<Array<Error | undefined>> => {
     const committed = Promise.all(
       records.map(
-        (record) => new Promise<void>((done, fail) => batch.push({ record, done, fail })),
+        (record) => new Promise<Error | undefined>((settle) => batch.push({ record, settle })),
       ),
     );
     if (batch.length >= batchSize) flush();
@@ -378,7 +463,8 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
       if (recordsPerJob > 1.5) adaptConcurrency(1);
       const record = parse(job, job.data);
       if (typeof record === 'string') throw new UnrecoverableError(record);
-      await park([record]);
+      const [refused] = await park([record]);
+      if (refused) throw refused;
       return;
     }
     const list = (job.data as { records?: unknown } | null)?.records;
@@ -389,18 +475,37 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     }
     adaptConcurrency(list.length);
     const records: AuditRecord[] = [];
+    const indexes: number[] = [];
     const problems: string[] = [];
     list.forEach((data, index) => {
       const record = parse(job, data, index);
       if (typeof record === 'string') problems.push(`[${index}] ${record}`);
-      else records.push(record);
+      else {
+        records.push(record);
+        indexes.push(index);
+      }
     });
-    await park(records);
+    const refused: Error[] = [];
+    (await park(records)).forEach((error, i) => {
+      if (!error) return;
+      refused.push(error);
+      problems.push(`[${indexes[i]}] ${error.message}`);
+    });
     // The good records are stored; the job (with the bad ones) goes to the failed set.
-    if (problems.length > 0)
-      throw new UnrecoverableError(
-        `${problems.length} of ${list.length} audit records malformed: ${problems.slice(0, 5).join('; ')}`,
-      );
+    if (problems.length === 0) return;
+    const malformed = problems.length - refused.length;
+    const counts = [
+      ...(malformed > 0 ? [`${malformed} of ${list.length} audit records malformed`] : []),
+      ...(refused.length > 0
+        ? [`${refused.length} of ${list.length} audit records refused by the store`]
+        : []),
+    ];
+    const message = `${counts.join(', ')}: ${problems.slice(0, 5).join('; ')}`;
+    // Malformed records and data exceptions fail the same way again; another refusal is
+    // retried with the job's backoff (its stored records are duplicates then).
+    throw refused.every((error) => error instanceof UnrecoverableError)
+      ? new UnrecoverableError(message)
+      : new Error(message);
   };
 
   const redisOptions: RedisOptions = {
