@@ -24,6 +24,7 @@ import {
   signalOf,
 } from '@fleet/core';
 import type { HandlerContext, Interceptor, MutationVerdict, ValidationVerdict } from './define.ts';
+import { eventLabel } from './labels.ts';
 
 /** Options for {@link createInterceptorHost}. */
 export interface InterceptorHostOptions {
@@ -33,9 +34,16 @@ export interface InterceptorHostOptions {
   onInvoked?: (event: InvokedEvent) => void;
 }
 
-/** What {@link InterceptorHostOptions.onInvoked} reports. Never the payload. */
+/**
+ * What {@link InterceptorHostOptions.onInvoked} reports: only invocations of an interceptor the
+ * host has, on a hook it advertises. Never the payload.
+ */
 export interface InvokedEvent {
   interceptor: string;
+  /**
+   * The event when it is an MCP request method or one of the interceptor's hooks names it as
+   * it is; `other` for one only a wildcard hook matches (the caller may invent any).
+   */
   event: string;
   phase: string;
   durationMs: number;
@@ -319,7 +327,7 @@ export function createInterceptorHost(
         if (onInvoked !== undefined) {
           const event: InvokedEvent = {
             interceptor: params.name,
-            event: params.event,
+            event: eventLabel(params.event, interceptor.info),
             phase: params.phase,
             durationMs: performance.now() - started,
             outcome,

@@ -35,6 +35,7 @@ import {
 import express, { type Express, type RequestHandler } from 'express';
 import { type BatchAnswer, runInvokeBatch } from './batch.ts';
 import type { InterceptorHost } from './host.ts';
+import { eventLabel, interceptorLabel, phaseLabel } from './labels.ts';
 import { checkInvokeDepth, type InvokeLimits, resolveMaxDepth } from './limits.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
@@ -275,16 +276,17 @@ export function createInterceptorHttpApp(
             : undefined,
       tracestate: typeof headers?.tracestate === 'string' ? headers.tracestate : undefined,
     };
-    const name = nameOf(params);
     checkInvokeDepth(params, maxDepth);
+    // Client-chosen name, event and phase are shown only when known (see labels.ts).
+    const info = host.interceptors.find((i) => i.info.name === p?.name)?.info;
+    const name = interceptorLabel(info);
     // Attribute names from @fleet/telemetry's table (the kit depends on the API only).
     const attributes: Record<string, string> = {
       'mcp.method.name': InterceptorMethod.INVOKE,
       'fleet.interceptor.name': name,
-      'fleet.chain.event': String(p?.event),
-      'fleet.chain.phase': String(p?.phase),
+      'fleet.chain.event': eventLabel(p?.event, info),
+      'fleet.chain.phase': phaseLabel(p?.phase),
     };
-    const info = host.interceptors.find((i) => i.info.name === name)?.info;
     if (info) {
       attributes['fleet.interceptor.type'] = info.type;
       // As the service declares it: an orchestrator override may run it otherwise.

@@ -4,6 +4,7 @@
  * `metrics` is anything shaped like `@fleet/telemetry`'s `FleetMetrics`.
  */
 import type { InvokedEvent } from './host.ts';
+import { reasonLabel } from './labels.ts';
 import type { Logger } from './logger.ts';
 
 /** Attributes of one recorded invocation (those of `FleetMetrics.recordInterceptor`). */
@@ -25,7 +26,10 @@ export interface InvocationMetrics {
 export interface InvocationObserverOptions {
   /** Records every invocation's duration with its outcome. */
   metrics?: InvocationMetrics | undefined;
-  /** Warned of every failed or timed-out invocation (name, event, phase, reason; never the payload). */
+  /**
+   * Warned of every failed or timed-out invocation: name, event (`other` when made up), phase
+   * and the handler's reason cut to 256 characters; never the payload.
+   */
   logger?: Logger | undefined;
 }
 
@@ -65,7 +69,7 @@ export function observeInvocations(
           event: event.event,
           phase: event.phase,
           outcome,
-          reason: event.reason,
+          reason: event.reason === undefined ? undefined : reasonLabel(event.reason),
           durationMs: Math.round(event.durationMs * 1000) / 1000,
         },
         'interceptor invocation failed',

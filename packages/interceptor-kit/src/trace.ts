@@ -14,6 +14,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
+import { failureLabel } from './labels.ts';
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
@@ -75,7 +76,9 @@ const tracer = () => trace.getTracer('@fleet/interceptor-kit');
 
 /**
  * Run `fn` in a SERVER span that continues the caller's trace (from the `traceparent`
- * header, else `params._meta.traceparent`). Records a thrown error on the span and rethrows it.
+ * header, else `params._meta.traceparent`). A thrown error is recorded on the span as its
+ * JSON-RPC code and a fixed message ({@link failureLabel}: never its own message or stack,
+ * which may quote what the caller sent) and rethrown.
  */
 export async function withServerSpan<T>(
   name: string,
@@ -96,8 +99,9 @@ export async function withServerSpan<T>(
         return await fn(span);
       } catch (error) {
         try {
-          span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: SpanStatusCode.ERROR });
+          const failure = failureLabel(error);
+          span.recordException(failure);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message });
         } catch {
           // Telemetry never breaks a request.
         }

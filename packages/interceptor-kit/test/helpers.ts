@@ -1,4 +1,13 @@
-/** Test helpers: real servers on 127.0.0.1:0, always cleaned up. */
+/** Test helpers: real servers on 127.0.0.1:0, always cleaned up; spans kept in memory. */
+import { context, propagation, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+import { afterAll, beforeAll } from 'vitest';
 import {
   createInterceptorHost,
   createInterceptorHttpApp,
@@ -39,4 +48,26 @@ export function capturingLogger() {
     error: at('error'),
   };
   return { logger, lines };
+}
+
+/**
+ * Register, for the tests of the calling file, a global tracer provider that keeps finished
+ * spans in memory (with the async-hooks context manager and the W3C propagator), unregistered
+ * after them.
+ */
+export function inMemoryTracing(): { exporter: InMemorySpanExporter; provider: TracerProvider } {
+  const exporter = new InMemorySpanExporter();
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+  beforeAll(() => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    trace.setGlobalTracerProvider(provider);
+  });
+  afterAll(async () => {
+    await provider.shutdown();
+    trace.disable();
+    propagation.disable();
+    context.disable();
+  });
+  return { exporter, provider };
 }

@@ -2,15 +2,8 @@
  * With OpenTelemetry active, the server side continues the caller's trace, and the client
  * side sends the active span's context.
  */
-import { context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import {
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trace } from '@opentelemetry/api';
+import { describe, expect, it } from 'vitest';
 import {
   allow,
   createRemoteService,
@@ -20,22 +13,9 @@ import {
   type HandlerContext,
   modified,
 } from '../src/index.ts';
-import { defer, serveInterceptors } from './helpers.ts';
+import { defer, inMemoryTracing, serveInterceptors } from './helpers.ts';
 
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-
-beforeAll(() => {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
-});
-afterAll(async () => {
-  await provider.shutdown();
-  trace.disable();
-  propagation.disable();
-  context.disable();
-});
+const { exporter, provider } = inMemoryTracing();
 
 describe('trace context across the interceptor hop', () => {
   it('continues the caller trace in a server span and hands the ids to the handler', async () => {

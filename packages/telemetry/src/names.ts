@@ -17,7 +17,8 @@ export const FLEET_NAMES = {
     CHAIN_STAGE: 'fleet.chain',
     /**
      * Prefix of an interceptor invocation: `interceptor/invoke {name}` (CLIENT in the
-     * orchestrator, SERVER in the interceptor service).
+     * orchestrator, SERVER in the interceptor service; there `{name}` is `other` when the
+     * service has no such interceptor, as the caller may send any name).
      */
     INTERCEPTOR_INVOKE: 'interceptor/invoke',
     /** Discovery of a service's interceptors (CLIENT in the orchestrator, SERVER in the service). */
@@ -62,9 +63,12 @@ export const FLEET_NAMES = {
     FLEET_INTERCEPTOR_OUTCOME: 'fleet.interceptor.outcome',
     /** Id of the interceptor service (derived from its URL). */
     FLEET_INTERCEPTOR_SERVICE: 'fleet.interceptor.service',
-    /** `request` | `response`. */
+    /** `request` | `response` (`other` on an interceptor service's span for anything else sent). */
     FLEET_CHAIN_PHASE: 'fleet.chain.phase',
-    /** The intercepted event (the governed method, e.g. `tools/call`). */
+    /**
+     * The intercepted event (the governed method, e.g. `tools/call`). An interceptor service
+     * shows `other` for an event that is neither an MCP method nor named by a hook as it is.
+     */
     FLEET_CHAIN_EVENT: 'fleet.chain.event',
     /**
      * How a chain phase ended: `success`, `validation_failed` (a validator denied),

@@ -3,10 +3,27 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+/** A policy file in a new temporary directory. */
+function policyFile(text: string): { dir: string; path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+  const path = join(dir, 'policy.yaml');
+  writeFileSync(path, text);
+  return { dir, path };
+}
+
+/** The service as a process on a free port, on the local Redis, with `POLICY_FILE=path`. */
+function startWithPolicy(path: string, env: Record<string, string> = {}) {
+  return startServiceProcess({
+    ...sourceCommand(MAIN),
+    env: { PORT: '0', REDIS_URL: 'redis://127.0.0.1:6379', POLICY_FILE: path, ...env },
+  });
+}
 
 describe('policy-validator process', () => {
   it('starts, says it allows everything without POLICY_FILE, and stops on SIGTERM', async () => {
@@ -25,21 +42,10 @@ describe('policy-validator process', () => {
   });
 
   it('with FLEET_TOKEN guards /policy like /mcp and records invocation metrics', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
-    const path = join(dir, 'policy.yaml');
-    writeFileSync(
-      path,
+    const { dir, path } = policyFile(
       `version: 1\ndefault: allow\nrules:\n  - id: no-delete\n    effect: deny\n    tools: ["delete"]\n`,
     );
-    const proc = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      env: {
-        PORT: '0',
-        REDIS_URL: 'redis://127.0.0.1:6379',
-        POLICY_FILE: path,
-        FLEET_TOKEN: 't0k',
-      },
-    });
+    const proc = await startWithPolicy(path, { FLEET_TOKEN: 't0k' });
     try {
       const unauthorized = await fetch(`${proc.url}/policy`);
       expect(unauthorized.status).toBe(401);
@@ -102,11 +108,60 @@ describe('policy-validator process', () => {
     }
   });
 
+  it('puts no caller-chosen name, event or phase in its spans, metrics or logs', async () => {
+    // A policy on every event: any event a caller makes up reaches the validator.
+    const { path } = policyFile(`version: 1\ndefault: allow\nevents: ["*"]\nrules: []\n`);
+    await using otlp = await startOtlpReceiver();
+    const proc = await startWithPolicy(path, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
+    const pii = 'bob@example.com';
+    const big = 'x'.repeat(1024 * 1024);
+    try {
+      const invoke = (params: Record<string, unknown>) =>
+        fetch(`${proc.url}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'interceptor/invoke', params }),
+        }).then((r) => r.json() as Promise<{ result?: unknown; error?: { code: number } }>);
+      const payload = { name: 'read', arguments: {} };
+      const context = { principal: { type: 'user', id: pii }, sessionId: pii };
+      for (const name of [big, pii, 'made-up-1', 'made-up-2'])
+        expect(
+          (await invoke({ name, event: 'tools/call', phase: 'request', payload })).error,
+        ).toMatchObject({ code: -32602 });
+      for (const event of [`tools/${pii}`, `e/${big}`])
+        expect(
+          (await invoke({ name: 'policy-validator', event, phase: 'request', payload, context }))
+            .result,
+        ).toMatchObject({ valid: true });
+      await invoke({ name: 'policy-validator', event: 'tools/call', phase: big, payload });
+      const metrics = await (await fetch(`${proc.url}/metrics`)).text();
+      for (const text of [pii, 'made-up', 'x'.repeat(100)]) expect(metrics).not.toContain(text);
+      expect(metrics.length).toBeLessThan(20_000);
+      const spans = await otlp.waitFor((all) => all.length >= 7, 10_000);
+      expect(spans.map((s) => s.name).sort()).toEqual([
+        'interceptor/invoke other',
+        'interceptor/invoke other',
+        'interceptor/invoke other',
+        'interceptor/invoke other',
+        'interceptor/invoke policy-validator',
+        'interceptor/invoke policy-validator',
+        'interceptor/invoke policy-validator',
+      ]);
+      expect(spans.map((s) => s.attributes['fleet.chain.event'])).toContain('other');
+      const exported = JSON.stringify(spans);
+      for (const text of [pii, 'made-up', 'x'.repeat(100)]) expect(exported).not.toContain(text);
+      expect(exported.length).toBeLessThan(50_000);
+    } finally {
+      expect((await proc.stop()).code).toBe(0);
+    }
+    for (const text of [pii, 'x'.repeat(100)]) expect(proc.stderr()).not.toContain(text);
+  });
+
   it('refuses to start with a bad policy, naming the rule and line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
-    const path = join(dir, 'policy.yaml');
-    writeFileSync(
-      path,
+    const { path } = policyFile(
       `version: 1\ndefault: deny\nrules:\n  - id: bad-rule\n    effect: deny\n    when: 'arguments.amount >'\n`,
     );
     const error = await startServiceProcess({
