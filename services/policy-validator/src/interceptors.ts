@@ -22,6 +22,13 @@ import {
 } from '@fleet/policy';
 import type { RateLimitDecision } from './rate-limit.ts';
 
+/** Most list answers the Cedar filter cache holds. */
+const FILTER_CACHE_MAX_ENTRIES = 512;
+/** Most characters of cache keys (the answers' JSON) it holds: ~16 MB with their results. */
+const FILTER_CACHE_MAX_CHARS = 8 * 1024 * 1024;
+/** A longer answer is filtered every time rather than cached. */
+const FILTER_CACHE_MAX_ENTRY_CHARS = FILTER_CACHE_MAX_CHARS / 4;
+
 /** Counts a hit against a rate limit; throws when its store is unreachable. */
 export interface RateLimiter {
   hit(ruleId: string, key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
@@ -82,6 +89,7 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
   // Filtering a list under a Cedar policy costs ~1 ms per item (no pre-parsed partial
   // evaluation); the answer only depends on the policy, the principal and the names.
   const filterCache = new Map<string, ReturnType<typeof filterListResult<unknown>>>();
+  let cachedChars = 0;
   const filter = defineMutator({
     name: 'tool-filter',
     description:
@@ -97,8 +105,19 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
         filtered = filterCache.get(key);
         if (filtered === undefined) {
           filtered = filterListResult(policy, ctx.event, payload, principal);
-          if (filterCache.size >= 512) filterCache.clear();
-          filterCache.set(key, filtered);
+          // Bounded in size too: any caller may send lists to filter, each up to the body
+          // limit, and an entry keeps about twice its key's length (key and filtered copy).
+          if (key.length <= FILTER_CACHE_MAX_ENTRY_CHARS) {
+            const full =
+              filterCache.size >= FILTER_CACHE_MAX_ENTRIES ||
+              cachedChars + key.length > FILTER_CACHE_MAX_CHARS;
+            if (full) {
+              filterCache.clear();
+              cachedChars = 0;
+            }
+            filterCache.set(key, filtered);
+            cachedChars += key.length;
+          }
         }
       } else filtered = filterListResult(policy, ctx.event, payload, principal);
       if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });

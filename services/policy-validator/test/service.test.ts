@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listen, silentLogger } from '@fleet/interceptor-kit';
-import { expectErrorReply, rawPost } from '@fleet/interceptor-kit/testing';
+import { expectErrorReply, findGc, rawPost } from '@fleet/interceptor-kit/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -180,6 +180,38 @@ describe('policy-validator over MCP', () => {
     const forAlice = await call(alice);
     expect(forAlice).toMatchObject({ modified: false });
     expect((forAlice.payload as typeof tools).tools).toHaveLength(2);
+  });
+
+  it('holds a bounded amount of list answers in its Cedar filter cache', async () => {
+    // Any caller may send tool-filter a list to filter; each distinct one used to be cached
+    // whole (its JSON as the key, the filtered copy as the value), 512 of them: ~2 MB kept per
+    // 1 MiB answer, gigabytes with 4 MiB bodies (here 100 answers of 256 KiB kept ~50 MiB).
+    const gc = findGc();
+    if (gc === undefined) return;
+    const cedar = `version: 1\nengine: cedar\ncedar:\n  policies: |\n    permit(principal, action, resource);\n`;
+    const svc = await startService({ path: policyFile(cedar) });
+    const filterList = (i: number) =>
+      rawPost(svc.url, {
+        jsonrpc: '2.0',
+        id: i,
+        method: 'interceptor/invoke',
+        params: {
+          name: 'tool-filter',
+          event: 'tools/list',
+          phase: 'response',
+          payload: {
+            tools: [{ name: `t${i}`, description: 'd'.repeat(256 * 1024), inputSchema: {} }],
+          },
+          context: { principal: bob },
+        },
+      });
+    expect((await filterList(0)).json.result).toMatchObject({ modified: false });
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 1; i <= 100; i++) await filterList(i);
+    gc();
+    const keptMiB = (process.memoryUsage().heapUsed - before) / 1024 / 1024;
+    expect(keptMiB).toBeLessThan(32);
   });
 
   it('answers malformed params with -32602', async () => {
