@@ -1,4 +1,9 @@
-import { type AuditRecord, parseAuditRecord, SCRUB_FAILED } from '@fleet/audit';
+import {
+  AUDIT_RECORD_LIMITS,
+  type AuditRecord,
+  parseAuditRecord,
+  SCRUB_FAILED,
+} from '@fleet/audit';
 import { createInterceptorHost } from '@fleet/interceptor-kit';
 import { describe, expect, it } from 'vitest';
 import {
@@ -124,6 +129,16 @@ describe('invocationRecord', () => {
     ['text', undefined],
   ])('targetOf(%j) is %j', (payload, target) => {
     expect(targetOf(payload)).toBe(target);
+  });
+
+  it('cuts a made-up event at the record bound: a 1 MiB event queues no 2 MiB record', () => {
+    // The interceptor hooks `*`: the caller may send any event, and it is both event and method.
+    const event = `e/${'x'.repeat(1024 * 1024)}`;
+    const record = invocationRecord({}, { event, phase: 'request', context: {} });
+    expect(record.event).toBe(event.slice(0, AUDIT_RECORD_LIMITS.eventLength));
+    expect(record.method).toBe(record.event);
+    expect(JSON.stringify(record).length).toBeLessThan(2000);
+    expect(parseAuditRecord(record).event).toBe(record.event);
   });
 
   it('has no target in the response phase (the payload is a result)', () => {

@@ -69,6 +69,11 @@ export interface AuditLoggerInterceptorOptions {
 const MAX_CLAIM_LENGTH = 256;
 /** Ids and targets are cut where the record schema bounds them (its marker never needed). */
 const MAX_ID_LENGTH = AUDIT_RECORD_LIMITS.idLength;
+/**
+ * So is the event: hooked on `*`, the interceptor is invoked for any event a caller makes up,
+ * and a 1 MiB one would otherwise be queued twice (event and method) in every record.
+ */
+const MAX_EVENT_LENGTH = AUDIT_RECORD_LIMITS.eventLength;
 
 function selectClaims(
   claims: Record<string, unknown> | undefined,
@@ -146,11 +151,12 @@ export function invocationRecord(
   options: Pick<AuditLoggerInterceptorOptions, 'previewChars' | 'claims' | 'scrub'> = {},
 ): AuditRecord {
   const context: InvocationContext = ctx.context;
+  const event = ctx.event.slice(0, MAX_EVENT_LENGTH);
   const input: AuditRecordInput = {
     kind: 'invocation',
-    event: ctx.event,
+    event,
     phase: ctx.phase,
-    method: ctx.event,
+    method: event,
     decision: 'allowed',
     status: 'success',
     durationMs: 0,
