@@ -5,7 +5,7 @@
  * problem is reported with its path, rule id and line/column in the YAML.
  */
 import { createHash } from 'node:crypto';
-import { formatPath } from '@fleet/core';
+import { formatPath, unknownKeyMessage } from '@fleet/core';
 import {
   isMap,
   isScalar,
@@ -228,29 +228,6 @@ function allowedKeysAt(path: Path): readonly string[] {
   if (path[0] === 'rateLimits') return ALLOWED_KEYS.rateLimit;
   if (path[0] === 'cedar') return ALLOWED_KEYS.cedar;
   return [];
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + cost,
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
-
-function unknownKeyMessage(key: string, allowed: readonly string[]): string {
-  const close = allowed.find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= 2);
-  const hint = close ? ` (did you mean "${close}"?)` : '';
-  return `unknown key "${key}"${hint}; allowed: ${allowed.join(', ')}`;
 }
 
 function fingerprintOf(text: string): string {

@@ -83,6 +83,18 @@ limits: {maxBodyBytes: 4194304, maxResponseBytes: 1048576}
     ['auth: {mode: tokens, tokens: []}\n', 'auth.tokens', ''],
     ['chain: {timeoutMs: -1}\n', 'chain.timeoutMs', ''],
     ['auth: {mode: magic}\n', 'auth.mode', ''],
+    // Unknown keys stop the gateway, naming the key and what was meant: an ignored
+    // `intercepters:` would run a gateway with no interceptors at all.
+    ['intercepters:\n  - url: "http://a/mcp"\n', 'intercepters', 'did you mean "interceptors"'],
+    ['chain: {timeoutMS: 5}\n', 'chain.timeoutMS', 'did you mean "timeoutMs"'],
+    ['backends:\n  - {id: a, url: "http://a/mcp", prefx: x}\n', 'backends[0].prefx', '"prefix"'],
+    [
+      'backends:\n  - {id: a, url: "http://a/mcp", resilience: {breaker: {failure: 3}}}\n',
+      'backends[0].resilience.breaker.failure',
+      'allowed: failures, resetMs',
+    ],
+    ['auth: {mode: none, tokens: []}\n', 'auth.tokens', 'unknown key "tokens"'],
+    ['limits: {maxBody: 10}\n', 'limits.maxBody', 'unknown key "maxBody"'],
   ])('%j fails naming %s', (text, path, detail) => {
     try {
       parseConfig(text);

@@ -1,19 +1,21 @@
 /**
  * The orchestrator's configuration (`FLEET_CONFIG`, YAML, `${VAR}` expansion), parsed once
- * at the edge with zod. Defaults are documented on the schema.
+ * at the edge with zod. Defaults are documented on the schema. Unknown keys are errors
+ * (with a "did you mean"): a misspelt `intercepters:` must not start a gateway that runs
+ * no interceptors.
  */
-import { parseServiceOverrides, type ServiceOverrides } from '@fleet/core';
+import { parseServiceOverrides, type ServiceOverrides, withKeyHints } from '@fleet/core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 const ResilienceSchema = z
-  .object({
+  .strictObject({
     /** Budget for one backend call. */
     timeoutMs: z.number().int().positive().default(30_000),
     /** Retries for idempotent methods (lists, reads, gets); never for tools/call. */
     retries: z.number().int().min(0).max(10).default(0),
     breaker: z
-      .object({
+      .strictObject({
         /** Consecutive failures that open the breaker. */
         failures: z.number().int().positive().default(5),
         /** How long the breaker stays open before a trial call. */
@@ -26,7 +28,7 @@ const ResilienceSchema = z
   .prefault({});
 
 const BackendSchema = z
-  .object({
+  .strictObject({
     id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" and "-" only'),
     url: z.url().optional(),
     command: z.string().min(1).optional(),
@@ -42,7 +44,7 @@ const BackendSchema = z
     message: 'a backend needs exactly one of "url" (Streamable HTTP) or "command" (stdio)',
   });
 
-const InterceptorServiceSchema = z.object({
+const InterceptorServiceSchema = z.strictObject({
   url: z.url().refine(
     (u) => {
       const url = new URL(u);
@@ -54,7 +56,7 @@ const InterceptorServiceSchema = z.object({
   overrides: z.unknown().optional(),
 });
 
-const PrincipalSchema = z.object({
+const PrincipalSchema = z.strictObject({
   type: z.enum(['user', 'service', 'anonymous']).default('user'),
   id: z.string().min(1),
   claims: z.record(z.string(), z.unknown()).default({}),
@@ -62,12 +64,14 @@ const PrincipalSchema = z.object({
 
 const AuthSchema = z
   .discriminatedUnion('mode', [
-    z.object({ mode: z.literal('none') }),
-    z.object({
+    z.strictObject({ mode: z.literal('none') }),
+    z.strictObject({
       mode: z.literal('tokens'),
-      tokens: z.array(z.object({ token: z.string().min(8), principal: PrincipalSchema })).min(1),
+      tokens: z
+        .array(z.strictObject({ token: z.string().min(8), principal: PrincipalSchema }))
+        .min(1),
     }),
-    z.object({
+    z.strictObject({
       mode: z.literal('jwt'),
       issuer: z.string().min(1),
       audience: z.string().min(1),
@@ -80,11 +84,11 @@ const AuthSchema = z
 
 /** The whole configuration file. */
 export const OrchestratorConfigSchema = z
-  .object({
+  .strictObject({
     backends: z.array(BackendSchema).default([]),
     interceptors: z.array(InterceptorServiceSchema).default([]),
     chain: z
-      .object({
+      .strictObject({
         /** Budget of one phase of the chain. */
         timeoutMs: z.number().int().positive().default(2000),
         /** How an abort of `tools/call` reaches the client. */
@@ -110,14 +114,14 @@ export const OrchestratorConfigSchema = z
       })
       .prefault({}),
     audit: z
-      .object({
+      .strictObject({
         queue: z.string().min(1).default('fleet-audit'),
         enabled: z.boolean().default(true),
       })
       .prefault({}),
     auth: AuthSchema,
     limits: z
-      .object({
+      .strictObject({
         maxBodyBytes: z
           .number()
           .int()
@@ -154,7 +158,7 @@ export const OrchestratorConfigSchema = z
       })
       .prefault({}),
     security: z
-      .object({
+      .strictObject({
         /** Host header values accepted besides loopback (DNS-rebinding protection). */
         allowedHosts: z.array(z.string()).default([]),
         /** Origin header values accepted besides loopback ones. */
@@ -162,7 +166,7 @@ export const OrchestratorConfigSchema = z
       })
       .prefault({}),
     tools: z
-      .object({
+      .strictObject({
         /** Globs on the tool names clients see; absent = every tool. */
         allow: z.array(z.string().min(1)).optional(),
         /** Aggregated tool name → the name clients see and call. */
@@ -172,7 +176,7 @@ export const OrchestratorConfigSchema = z
       })
       .prefault({}),
     registry: z
-      .object({
+      .strictObject({
         /** Redis key prefix for registrations and their pub/sub channel. */
         prefix: z.string().min(1).default('fleet'),
         /** How often unhealthy services are retried. */
@@ -262,7 +266,9 @@ export function parseConfig(
   }
   const parsed = OrchestratorConfigSchema.safeParse(expandEnv(raw ?? {}, env));
   if (!parsed.success)
-    throw new ConfigError(`invalid FLEET_CONFIG:\n${z.prettifyError(parsed.error)}`);
+    throw new ConfigError(
+      `invalid FLEET_CONFIG:\n${z.prettifyError(withKeyHints(OrchestratorConfigSchema, parsed.error))}`,
+    );
   return parsed.data;
 }
 
