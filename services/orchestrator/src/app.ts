@@ -60,6 +60,17 @@ export interface Orchestrator {
 /** How long shutdown waits for calls in flight before it closes their sessions. */
 const DRAIN_TIMEOUT_MS = 15_000;
 
+/**
+ * Wait until `count()` is 0 or `timeoutMs` has passed (shutdown only: polls every 20 ms).
+ * Returns what was still running at the deadline.
+ */
+async function drain(count: () => number, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  while (count() > 0 && performance.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  return count();
+}
+
 /** Build the orchestrator. */
 export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   const { config, log } = deps;
@@ -160,6 +171,8 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   );
 
   const activeGateway = gateway;
+  /** Requests of the stdio session being handled (see serveStdio). */
+  let stdioInFlight = 0;
   // MCP traffic is served by plain node handling (no framework on the hot path); the rest
   // (health, metrics, admin) by express.
   const listener: RequestListener = (req, res) => {
@@ -178,6 +191,19 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     },
     async serveStdio(principal) {
       const session = createClientSession(activeGateway, registry, principal);
+      // Counted for the drain: a client that closes stdin right after its last request (a
+      // piped script) still gets every answer.
+      const handler = session.server.fallbackRequestHandler;
+      if (handler) {
+        session.server.fallbackRequestHandler = async (request, extra) => {
+          stdioInFlight++;
+          try {
+            return await handler(request, extra);
+          } finally {
+            stdioInFlight--;
+          }
+        };
+      }
       activeGateway.sessions.add(session);
       const transport = new StdioServerTransport();
       transport.onclose = () => activeGateway.sessions.delete(session);
@@ -185,7 +211,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     },
     async close() {
       // Calls in flight finish first (graceful drain); then sessions and their streams close.
-      const unfinished = await mcp.drain(DRAIN_TIMEOUT_MS);
+      const unfinished = await drain(() => mcp.inFlight() + stdioInFlight, DRAIN_TIMEOUT_MS);
       if (unfinished > 0)
         log.warn({ unfinished, drainMs: DRAIN_TIMEOUT_MS }, 'closing with calls still in flight');
       await mcp.closeAll();

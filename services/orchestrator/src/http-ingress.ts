@@ -77,11 +77,8 @@ export interface McpIngress {
    * flight, no open stream); returns how many. Runs on a timer too.
    */
   expireIdle(now?: number): number;
-  /**
-   * Wait until no POST is being served (at most `timeoutMs`): on shutdown, calls in flight
-   * finish before their sessions close. Returns how many were still running at the deadline.
-   */
-  drain(timeoutMs: number): Promise<number>;
+  /** POSTs being served (their answers not yet sent): what a graceful drain waits for. */
+  inFlight(): number;
   closeAll(): Promise<void>;
 }
 
@@ -366,12 +363,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     },
     sessionCount: () => sessions.size,
     expireIdle,
-    async drain(timeoutMs) {
-      const deadline = performance.now() + timeoutMs;
-      while (inFlight > 0 && performance.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      return inFlight;
-    },
+    inFlight: () => inFlight,
     async closeAll() {
       clearInterval(sweeper);
       await Promise.all(

@@ -3,6 +3,7 @@
  * `StdioClientTransport`. Everything on stdout must be JSON-RPC (no start-up line, no logs,
  * no telemetry); logs go to stderr; closing stdin ends the process.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
@@ -16,6 +17,7 @@ import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { defer, serveInterceptors, textOf, waitFor } from './harness.ts';
+import { SESSION_INIT } from './raw-http.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -28,8 +30,8 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Start `main.ts --stdio` through the SDK client and record its raw stdout and stderr. */
-async function startStdioGateway(extraEnv: Record<string, string> = {}) {
+/** A backend, a recording interceptor service and a config file naming both. */
+async function stdioFleet() {
   const backend = await startHttpBackend({ name: 'fx' });
   defer(() => backend.close());
   const principals: unknown[] = [];
@@ -57,20 +59,25 @@ async function startStdioGateway(extraEnv: Record<string, string> = {}) {
     redis.disconnect();
     rmSync(dir, { recursive: true, force: true });
   });
+  const env = {
+    FLEET_CONFIG: configPath,
+    AUDIT_JOURNAL: join(dir, 'audit.ndjson'),
+    LOG_LEVEL: 'info',
+    OTEL_METRICS_EXPORTER: 'none',
+    OTEL_LOGS_EXPORTER: 'none',
+  };
+  return { dir, env, principals };
+}
 
+/** Start `main.ts --stdio` through the SDK client and record its raw stdout and stderr. */
+async function startStdioGateway(extraEnv: Record<string, string> = {}) {
+  const { dir, env, principals } = await stdioFleet();
   const main = sourceCommand(MAIN, ['--stdio']);
   const transport = new StdioClientTransport({
     command: main.command,
     args: main.args,
     cwd: dir,
-    env: {
-      FLEET_CONFIG: configPath,
-      AUDIT_JOURNAL: join(dir, 'audit.ndjson'),
-      LOG_LEVEL: 'info',
-      OTEL_METRICS_EXPORTER: 'none',
-      OTEL_LOGS_EXPORTER: 'none',
-      ...extraEnv,
-    },
+    env: { ...env, ...extraEnv },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -165,6 +172,52 @@ describe('stdio ingress (main.ts --stdio)', () => {
     const closedIn = performance.now() - started;
     expect(alive(gw.pid)).toBe(false);
     expect(closedIn).toBeLessThan(1900);
+  });
+
+  it('answers every request a client piped in before closing stdin', async () => {
+    // `cat requests | fleet stdio`: stdin ends right after the last request, long before the
+    // answers are ready. Each must still be answered (they used to fail with "backend
+    // closed the connection" as shutdown closed the backends under them).
+    const { dir, env } = await stdioFleet();
+    const main = sourceCommand(MAIN, ['--stdio']);
+    const child = spawn(main.command, main.args, {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    defer(async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+    });
+    child.stderr.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const call = (id: number, name: string, args: Record<string, unknown>) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    });
+    const requests = [
+      SESSION_INIT,
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      call(2, 'echo', { text: 'first' }),
+      call(3, 'slow', { ms: 300 }),
+      call(4, 'echo', { text: 'last' }),
+    ];
+    child.stdin.end(`${requests.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    expect(await exited).toBe(0);
+    const answers = new Map<unknown, { result?: unknown; error?: unknown }>();
+    for (const line of stdout.split('\n').filter((l) => l.trim() !== '')) {
+      const message = JSON.parse(line) as { id?: unknown; result?: unknown; error?: unknown };
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+    expect(answers.get(2)?.error).toBeUndefined();
+    expect(textOf(answers.get(2)?.result)).toBe('[fx] first');
+    expect(textOf(answers.get(3)?.result)).toBe('[fx] waited 300 ms');
+    expect(textOf(answers.get(4)?.result)).toBe('[fx] last');
   });
 
   it('keeps stdout clean when spans are exported to the console', async () => {
