@@ -65,6 +65,26 @@ describe('parseRecordQuery', () => {
     expect(parseRecordQuery({}, NOW)).toEqual({ filters: {}, page: {} });
   });
 
+  it('takes an empty since, until, limit or cursor as not given, as forms send them', () => {
+    expect(parseRecordQuery({ since: '', until: '', limit: '', cursor: '' }, NOW)).toEqual({
+      filters: {},
+      page: {},
+    });
+    expect(parseRecordQuery({ since: '1h', until: ' ', limit: '5', cursor: '' }, NOW)).toEqual({
+      filters: { since: new Date('2025-06-01T11:00:00.000Z') },
+      page: { limit: 5 },
+    });
+  });
+
+  it.each(['traceId', 'tool', 'event', 'principal', 'decision', 'interceptor'])(
+    'refuses an empty %s filter: it would match nothing, or silently everything',
+    (parameter) => {
+      expect(issuesOf({ [parameter]: '' })).toEqual([
+        { parameter, message: 'must not be empty (leave it out not to filter by it)' },
+      ]);
+    },
+  );
+
   it.each([
     [{ traceId: 'abc' }, 'traceId'],
     [{ traceId: '0'.repeat(32) }, 'traceId'],
@@ -112,8 +132,23 @@ describe('parseStatsQuery', () => {
     });
   });
 
+  it('takes an empty since or until as not given (?since=24h&until=)', () => {
+    expect(parseStatsQuery({ since: '24h', until: '' }, NOW)).toEqual({
+      since: new Date('2025-05-31T12:00:00.000Z'),
+    });
+    expect(parseStatsQuery({ since: '', until: '' }, NOW)).toEqual(parseStatsQuery({}, NOW));
+    expect(parseStatsQuery({ since: '', until: '1h' }, NOW)).toEqual({
+      since: new Date('2025-05-31T12:00:00.000Z'),
+      until: new Date('2025-06-01T11:00:00.000Z'),
+    });
+  });
+
   it('refuses unknown and bad parameters', () => {
     expect(() => parseStatsQuery({ since: 'soon' }, NOW)).toThrow(/since/);
+    // Given twice is no "not given", empty or not.
+    expect(issuesOf({ until: ['', ''] }, parseStatsQuery)).toEqual([
+      { parameter: 'until', message: 'must be given at most once' },
+    ]);
     expect(() => parseStatsQuery({ tool: 'x' }, NOW)).toThrow(AuditQueryError);
   });
 

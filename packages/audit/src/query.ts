@@ -113,20 +113,31 @@ class IssueList {
     return undefined;
   }
 
-  /** The single string value of a parameter, or an issue. */
-  text(params: QueryParameters, parameter: string): string | undefined {
+  /**
+   * The single string value of a parameter, or an issue. An empty (or blank) value is
+   * `undefined`, as if not given, when `emptyMeansAbsent`: for parameters whose absence has a
+   * default (`since`, `until`, `limit`, `cursor`), which HTML forms and many clients send
+   * empty (`?since=24h&until=`). An empty filter stays an issue: whether it means "match
+   * the empty text" or "do not filter" is ambiguous, and taking the latter would silently
+   * widen what the caller asked for.
+   */
+  text(params: QueryParameters, parameter: string, emptyMeansAbsent = false): string | undefined {
     const value = params[parameter];
     if (value === undefined) return undefined;
     if (Array.isArray(value)) return this.add(parameter, 'must be given at most once');
     if (typeof value !== 'string') return this.add(parameter, 'must be a string');
-    if (value.trim() === '') return this.add(parameter, 'must not be empty');
+    if (value.trim() === '')
+      return emptyMeansAbsent
+        ? undefined
+        : this.add(parameter, 'must not be empty (leave it out not to filter by it)');
     if (value.length > MAX_TEXT_LENGTH)
       return this.add(parameter, `must be at most ${MAX_TEXT_LENGTH} characters`);
     return value;
   }
 
+  /** A `since`/`until` bound; empty means not given (its default applies). */
   time(params: QueryParameters, parameter: string, now: Date): Date | undefined {
-    const value = this.text(params, parameter);
+    const value = this.text(params, parameter, true);
     if (value === undefined) return undefined;
     const date = parseTimeBound(value, now);
     if (date === undefined)
@@ -197,6 +208,8 @@ const RECORD_PARAMETERS = [
 /**
  * Parse the parameters of `GET /api/audit/records` into filters and a page request.
  * `since`/`until` take ISO 8601 instants or durations back from `now`, within year 1..9999.
+ * An empty `since`, `until`, `limit` or `cursor` counts as not given; an empty filter
+ * (`traceId`, `tool`, `event`, `principal`, `decision`, `interceptor`) is refused.
  * @throws AuditQueryError naming every bad or unknown parameter.
  */
 export function parseRecordQuery(
@@ -231,14 +244,14 @@ export function parseRecordQuery(
   if (until) filters.until = until;
   issues.order(since, until);
 
-  const limit = issues.text(params, 'limit');
+  const limit = issues.text(params, 'limit', true);
   if (limit !== undefined) {
     const n = /^\d{1,6}$/.test(limit) ? Number(limit) : Number.NaN;
     if (!(n >= 1 && n <= MAX_QUERY_LIMIT))
       issues.add('limit', `must be an integer from 1 to ${MAX_QUERY_LIMIT}`);
     else page.limit = n;
   }
-  const cursor = issues.text(params, 'cursor');
+  const cursor = issues.text(params, 'cursor', true);
   if (cursor !== undefined) {
     if (decodeCursor(cursor) === undefined)
       issues.add('cursor', 'is not a cursor this API returned (use nextCursor as given)');
@@ -250,7 +263,8 @@ export function parseRecordQuery(
 
 /**
  * Parse the parameters of `GET /api/audit/stats`: `since` (default one day back) and
- * `until` (default now), each within year 1..9999, `since` before `until` (or now).
+ * `until` (default now), each within year 1..9999, `since` before `until` (or now). An empty
+ * one counts as not given (`?since=24h&until=`).
  * @throws AuditQueryError naming every bad or unknown parameter.
  */
 export function parseStatsQuery(
