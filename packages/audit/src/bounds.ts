@@ -36,11 +36,23 @@ export const AUDIT_RECORD_LIMITS = {
   claimItems: 16,
 } as const;
 
+/**
+ * The first `max` UTF-16 code units of `text`, one fewer when the last of them would be the
+ * first half of a surrogate pair (an emoji straddling the cut): every cut lands on a code
+ * point boundary, so it never leaves a lone high surrogate, which PostgreSQL's `jsonb` refuses
+ * (the store would keep a U+FFFD in its place). At most `max` long, as before.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
 /** `text` cut to `max` characters, ending in {@link TRUNCATION_MARKER} when it was cut. */
 export function truncateText(text: string, max: number): string {
   return text.length <= max
     ? text
-    : text.slice(0, max - TRUNCATION_MARKER.length) + TRUNCATION_MARKER;
+    : cutText(text, max - TRUNCATION_MARKER.length) + TRUNCATION_MARKER;
 }
 
 /** The text of a marker entry standing for `dropped` entries of a list that was cut. */

@@ -5,7 +5,7 @@
  * embedded PGlite) with its migrations, queries and statistics; and retention.
  */
 
-export { AUDIT_RECORD_LIMITS, TRUNCATION_MARKER } from './bounds.ts';
+export { AUDIT_RECORD_LIMITS, cutText, TRUNCATION_MARKER } from './bounds.ts';
 export { AuditJournalInUseError } from './journal.ts';
 export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';
 export { auditLoggerFrom, createStderrLogger } from './logger.ts';
@@ -64,6 +64,7 @@ export {
   AuditRecordError,
   AuditRecordSchema,
   AuditStatusSchema,
+  AuditTimestampSchema,
   ClaimValueSchema,
   createAuditRecord,
   PAYLOAD_PREVIEW_MAX_LENGTH,
@@ -101,8 +102,10 @@ export {
   EARLIEST_TIME_BOUND,
   isTimeBoundInRange,
   LATEST_TIME_BOUND,
+  MAX_UTC_OFFSET_MINUTES,
   parseDuration,
   parseTimeBound,
+  timestampIssue,
 } from './time.ts';
 export type {
   AuditWorker,

@@ -62,6 +62,17 @@ const full: AuditRecord = {
   payloadPreview: '{"content":[{"type":"text","text":"..."}]}',
 };
 
+/** The error `make` throws: an AuditRecordError, or the test fails. */
+function recordErrorOf(make: () => unknown): AuditRecordError {
+  try {
+    make();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AuditRecordError);
+    return error as AuditRecordError;
+  }
+  throw new Error('expected an AuditRecordError');
+}
+
 describe('record bounds', () => {
   const L = AUDIT_RECORD_LIMITS;
   const message = (text: string): AuditMessage => ({ severity: 'warn', message: text });
@@ -174,6 +185,103 @@ describe('record bounds', () => {
   it('leaves a record within its bounds exactly as it was', () => {
     expect(parseAuditRecord(full)).toEqual(full);
   });
+
+  // Every kind of bounded text: where it sits in a record, and its bound.
+  const boundedTexts: Array<
+    [string, number, (text: string) => unknown, (record: AuditRecord) => unknown]
+  > = [
+    ['event', L.eventLength, (text) => ({ event: text }), (r) => r.event],
+    ['method', L.eventLength, (text) => ({ method: text }), (r) => r.method],
+    ['target', L.idLength, (text) => ({ target: text }), (r) => r.target],
+    ['sessionId', L.idLength, (text) => ({ sessionId: text }), (r) => r.sessionId],
+    ['backend', L.idLength, (text) => ({ backend: text }), (r) => r.backend],
+    [
+      'principal.id',
+      L.idLength,
+      (text) => ({ principal: { type: 'user', id: text } }),
+      (r) => r.principal?.id,
+    ],
+    [
+      'interceptors[].name',
+      L.nameLength,
+      (text) => ({ interceptors: [interceptor(text)] }),
+      (r) => r.interceptors[0]?.name,
+    ],
+    [
+      'interceptors[].service',
+      L.nameLength,
+      (text) => ({ interceptors: [{ ...interceptor('i'), service: text }] }),
+      (r) => r.interceptors[0]?.service,
+    ],
+    [
+      'interceptors[].outcome',
+      L.nameLength,
+      (text) => ({ interceptors: [{ ...interceptor('i'), outcome: text }] }),
+      (r) => r.interceptors[0]?.outcome,
+    ],
+    [
+      'abortReasons[].interceptor',
+      L.nameLength,
+      (text) => ({
+        abortReasons: [{ interceptor: text, reason: 'r', type: 'validation', phase: 'request' }],
+      }),
+      (r) => r.abortReasons[0]?.interceptor,
+    ],
+    [
+      'messages[].message',
+      L.messageLength,
+      (text) => ({ interceptors: [interceptor('i', [message(text)])] }),
+      (r) => r.interceptors[0]?.messages?.[0]?.message,
+    ],
+    [
+      'messages[].path',
+      L.pathLength,
+      (text) => ({ interceptors: [interceptor('i', [{ ...message('m'), path: text }])] }),
+      (r) => r.interceptors[0]?.messages?.[0]?.path,
+    ],
+    [
+      'abortReasons[].reason',
+      L.messageLength,
+      (text) => ({
+        abortReasons: [{ interceptor: 'i', reason: text, type: 'validation', phase: 'request' }],
+      }),
+      (r) => r.abortReasons[0]?.reason,
+    ],
+    [
+      'claim name',
+      L.claimNameLength,
+      (text) => ({ principal: { type: 'user', claims: { [text]: true } } }),
+      (r) => Object.keys(r.principal?.claims ?? {})[0],
+    ],
+    [
+      'claim value',
+      L.claimValueLength,
+      (text) => ({ principal: { type: 'user', claims: { sub: text } } }),
+      (r) => r.principal?.claims?.sub,
+    ],
+    [
+      'claim list item',
+      L.claimValueLength,
+      (text) => ({ principal: { type: 'user', claims: { roles: [text] } } }),
+      (r) => (r.principal?.claims?.roles as string[] | undefined)?.[0],
+    ],
+  ];
+
+  it.each(boundedTexts)(
+    'cuts %s (bound %i) before an emoji straddling the cut, never through it',
+    (_field, max, place, read) => {
+      const kept = max - TRUNCATION_MARKER.length;
+      // The emoji's first half is the last character the cut keeps.
+      const straddling = `${'a'.repeat(kept - 1)}\u{1F600}${'z'.repeat(max)}`;
+      const cut = read(parseAuditRecord({ ...minimal, ...(place(straddling) as object) }));
+      expect(cut).toBe(`${'a'.repeat(kept - 1)}${TRUNCATION_MARKER}`);
+      // An emoji that ends exactly at the cut is kept whole, and the bound is reached.
+      const ending = `${'a'.repeat(kept - 2)}\u{1F600}${'z'.repeat(max)}`;
+      const whole = read(parseAuditRecord({ ...minimal, ...(place(ending) as object) }));
+      expect(whole).toBe(`${'a'.repeat(kept - 2)}\u{1F600}${TRUNCATION_MARKER}`);
+      expect(whole).toHaveLength(max);
+    },
+  );
 });
 
 describe('AuditRecordSchema', () => {
@@ -234,16 +342,35 @@ describe('AuditRecordSchema', () => {
     ],
   ])('rejects a bad %s, naming the field', (field, record) => {
     expect(AuditRecordSchema.safeParse(record).success).toBe(false);
-    let caught: unknown;
-    try {
-      parseAuditRecord(record);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(AuditRecordError);
-    const { issues, message } = caught as AuditRecordError;
+    const { issues, message } = recordErrorOf(() => parseAuditRecord(record));
     expect(issues.map((issue) => issue.path)).toContain(field);
     expect(message).toContain(field);
+  });
+
+  it.each([
+    ['year 1, the earliest', '0001-01-01T00:00:00Z'],
+    ['year 9999, the latest', '9999-12-31T23:59:59.999Z'],
+    ['an offset of +15:59', '2026-11-30T12:00:00+15:59'],
+    ['an offset of -15:59', '2026-11-30T12:00:00-15:59'],
+  ])('accepts a timestamp at the edge of what PostgreSQL holds: %s', (_, timestamp) => {
+    expect(parseAuditRecord({ ...minimal, timestamp }).timestamp).toBe(timestamp);
+  });
+
+  it.each([
+    // PostgreSQL: "date/time field value out of range" (SQLSTATE 22008), whatever the offset.
+    ['year 0', '0000-01-01T00:00:00Z', /year 0000/],
+    ['year 0 with an offset that lands in year 1', '0000-12-31T23:00:00-01:00', /year 0000/],
+    // PostgreSQL: "time zone displacement out of range" (SQLSTATE 22009).
+    ['an offset of +16:00', '2026-11-30T12:00:00+16:00', /±15:59/],
+    ['an offset of -23:59', '2026-11-30T12:00:00-23:59', /±15:59/],
+    // Stored by PostgreSQL, but outside the range the audit queries name (year 1..9999 UTC).
+    ['an instant in 1 BC', '0001-01-01T00:00:00+01:00', /0001-01-01T00:00:00Z/],
+    ['an instant in year 10000', '9999-12-31T23:30:00-01:00', /9999-12-31T23:59:59.999Z/],
+  ])('refuses a timestamp of %s when parsed, naming the field', (_, timestamp, why) => {
+    const { issues, message } = recordErrorOf(() => parseAuditRecord({ ...minimal, timestamp }));
+    expect(issues).toEqual([{ path: 'timestamp', message: expect.stringMatching(why) }]);
+    // Where and what, never the value.
+    expect(message).not.toContain(timestamp);
   });
 
   it('strips values a validator message must not carry', () => {
@@ -299,5 +426,29 @@ describe('createAuditRecord', () => {
     expect(record.payloadPreview).toHaveLength(
       PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN,
     );
+  });
+
+  it('cuts a preview before an emoji straddling its window, never through it', () => {
+    const window = PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN;
+    const straddling = createAuditRecord({
+      ...input,
+      payloadPreview: `${'a'.repeat(window - 1)}\u{1F600} and more`,
+    });
+    expect(straddling.payloadPreview).toBe('a'.repeat(window - 1));
+    const ending = createAuditRecord({
+      ...input,
+      payloadPreview: `${'a'.repeat(window - 2)}\u{1F600} and more`,
+    });
+    expect(ending.payloadPreview).toBe(`${'a'.repeat(window - 2)}\u{1F600}`);
+  });
+
+  it.each([
+    ['year 0', '0000-01-01T00:00:00Z'],
+    ['an offset beyond ±15:59', '2026-11-30T12:00:00+16:00'],
+    ['no date-time', 'yesterday'],
+  ])('refuses a given timestamp of %s, naming the field', (_, timestamp) => {
+    expect(recordErrorOf(() => createAuditRecord({ ...input, timestamp })).issues).toEqual([
+      { path: 'timestamp', message: expect.any(String) },
+    ]);
   });
 });

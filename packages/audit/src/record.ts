@@ -11,11 +11,13 @@ import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { monotonicFactory } from 'ulid';
 import { z } from 'zod';
 import {
+  cutText,
   droppedMarker,
   AUDIT_RECORD_LIMITS as LIMITS,
   truncateList,
   truncateText,
 } from './bounds.ts';
+import { timestampIssue } from './time.ts';
 
 /** The BullMQ queue every audit producer writes to and the worker reads from. */
 export const AUDIT_QUEUE = 'fleet-audit';
@@ -172,6 +174,19 @@ export const SpanIdSchema = z
   .regex(/^[0-9a-f]{16}$/, { message: 'must be 16 lowercase hex digits' })
   .refine((id) => !/^0+$/.test(id), { message: 'must not be all zeros' });
 
+/**
+ * When a record was made: an ISO 8601 date-time with `Z` or an offset that PostgreSQL's
+ * `timestamptz` holds and the audit queries reach: year 0001..9999 (as the query API's
+ * `since`/`until`), a UTC offset within ±15:59. PostgreSQL refuses year 0 (SQLSTATE 22008)
+ * and larger offsets (22009), which would fail the record at insert instead of at parse.
+ */
+export const AuditTimestampSchema = z.iso
+  .datetime({ offset: true, abort: true })
+  .superRefine((text, ctx) => {
+    const issue = timestampIssue(text);
+    if (issue !== undefined) ctx.addIssue({ code: 'custom', message: issue });
+  });
+
 type AuditInterceptorEntry = z.infer<typeof AuditInterceptorSchema>;
 
 // Lists past their bound keep their head and end in one marker entry saying how many went.
@@ -218,8 +233,8 @@ export const AuditRecordSchema = z
   .object({
     /** ULID; the queue's job id and the store's key, so duplicates collapse. */
     id: z.ulid(),
-    /** When the record was made (ISO 8601). */
-    timestamp: z.iso.datetime({ offset: true }),
+    /** When the record was made (ISO 8601, year 0001..9999, offset within ±15:59). */
+    timestamp: AuditTimestampSchema,
     kind: AuditKindSchema,
     traceId: TraceIdSchema.optional(),
     spanId: SpanIdSchema.optional(),
@@ -307,8 +322,11 @@ function isoNow(): string {
  * Make a record: a monotonic ULID (ids made in one process sort in creation order), the
  * current time, empty lists where none were given, the active span's trace and span ids
  * when the input names none, and `payloadPreview` cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH} +
- * {@link PAYLOAD_PREVIEW_SCRUB_MARGIN} (the worker scrubs, then cuts the rest). Cheap and
- * unvalidated: the worker parses.
+ * {@link PAYLOAD_PREVIEW_SCRUB_MARGIN} (the worker scrubs, then cuts the rest; neither cut
+ * splits a surrogate pair). Cheap: the worker parses every record; only a `timestamp` the
+ * caller gives is checked here, so a time the store cannot hold fails at the call that chose it.
+ * @throws AuditRecordError naming `timestamp` when a given one is not an
+ * {@link AuditTimestampSchema} date-time (year 0001..9999, offset within ±15:59).
  */
 export function createAuditRecord(input: AuditRecordInput): AuditRecord {
   // Object.assign, not `{...input, id}`: on Node 20 a spread followed by more keys takes the
@@ -318,7 +336,11 @@ export function createAuditRecord(input: AuditRecordInput): AuditRecord {
     input,
   );
   record.id ||= nextId();
-  record.timestamp ||= isoNow();
+  if (!record.timestamp) record.timestamp = isoNow();
+  else {
+    const checked = AuditTimestampSchema.safeParse(record.timestamp);
+    if (!checked.success) throw recordError(checked.error.issues, ['timestamp']);
+  }
   record.interceptors ??= [];
   record.abortReasons ??= [];
   if (record.traceId === undefined) {
@@ -330,7 +352,7 @@ export function createAuditRecord(input: AuditRecordInput): AuditRecord {
   }
   const previewWindow = PAYLOAD_PREVIEW_MAX_LENGTH + PAYLOAD_PREVIEW_SCRUB_MARGIN;
   if (record.payloadPreview !== undefined && record.payloadPreview.length > previewWindow)
-    record.payloadPreview = record.payloadPreview.slice(0, previewWindow);
+    record.payloadPreview = cutText(record.payloadPreview, previewWindow);
   return record;
 }
 
@@ -362,6 +384,16 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** The error for zod's `issues` of the value found at `at` within a record. */
+function recordError(
+  issues: readonly z.core.$ZodIssue[],
+  at: readonly PropertyKey[] = [],
+): AuditRecordError {
+  return new AuditRecordError(
+    issues.map((issue) => ({ path: formatPath([...at, ...issue.path]), message: issue.message })),
+  );
+}
+
 /**
  * Parse an audit record (the worker's check of every job). Unknown keys are stripped.
  * @throws AuditRecordError naming every offending field.
@@ -369,7 +401,5 @@ function formatPath(path: readonly PropertyKey[]): string {
 export function parseAuditRecord(input: unknown): AuditRecord {
   const result = AuditRecordSchema.safeParse(input);
   if (result.success) return result.data;
-  throw new AuditRecordError(
-    result.error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message })),
-  );
+  throw recordError(result.error.issues);
 }

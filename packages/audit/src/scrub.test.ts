@@ -80,6 +80,21 @@ describe('scrubRecord', () => {
     expect(clean.payloadPreview).toHaveLength(PAYLOAD_PREVIEW_MAX_LENGTH);
   });
 
+  it('cuts a preview before an emoji straddling its stored length, never through it', () => {
+    const straddling = recordAt(0, {
+      payloadPreview: `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1)}\u{1F600} and more`,
+    });
+    expect(scrubRecord(straddling, defaultScrubber).record.payloadPreview).toBe(
+      'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1),
+    );
+    const ending = recordAt(0, {
+      payloadPreview: `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 2)}\u{1F600} and more`,
+    });
+    expect(scrubRecord(ending, defaultScrubber).record.payloadPreview).toBe(
+      `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 2)}\u{1F600}`,
+    );
+  });
+
   it('blanks text the scrubber fails on instead of storing it', () => {
     const record = recordAt(0, { payloadPreview: 'secret stuff' });
     const { record: clean, failed } = scrubRecord(record, () => {

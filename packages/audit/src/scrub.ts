@@ -4,6 +4,7 @@
  * like an email address, a run of six or more digits (phone, card, account numbers, with or
  * without separators), a bearer token or JWT, or the value of a secret-looking key.
  */
+import { cutText } from './bounds.ts';
 import { type AuditRecord, PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 
 /** Turns text that may hold PII into text that does not. Must be pure and synchronous. */
@@ -37,8 +38,8 @@ export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
 /**
  * A copy of `record` with its free text scrubbed: `target` (a tool or prompt name or a
  * resource URI is caller-chosen text: `mailto:bob@example.com`), `payloadPreview` (then cut
- * to {@link PAYLOAD_PREVIEW_MAX_LENGTH}), abort reasons and validator messages. A scrubber that throws blanks the text instead of leaking
- * it; `failed` counts those.
+ * to {@link PAYLOAD_PREVIEW_MAX_LENGTH} on a code point boundary), abort reasons and validator
+ * messages. A scrubber that throws blanks the text instead of leaking it; `failed` counts those.
  */
 export function scrubRecord(
   record: AuditRecord,
@@ -61,7 +62,7 @@ export function scrubRecord(
   // Cut after scrubbing: the queued preview runs past the stored length so that a value
   // straddling the cut is still whole, and recognisable, when scrubbed.
   if (record.payloadPreview !== undefined)
-    copy.payloadPreview = clean(record.payloadPreview).slice(0, PAYLOAD_PREVIEW_MAX_LENGTH);
+    copy.payloadPreview = cutText(clean(record.payloadPreview), PAYLOAD_PREVIEW_MAX_LENGTH);
   if (record.abortReasons.length > 0)
     copy.abortReasons = record.abortReasons.map((a) => ({ ...a, reason: clean(a.reason) }));
   if (record.interceptors.some((i) => i.messages?.length))

@@ -4,7 +4,8 @@
  * pair (22P02, "Unicode low surrogate must follow a high surrogate"); PostgreSQL and PGlite
  * alike. One such character in any string or key of a record would fail the insert of its
  * whole batch, so the store replaces each with U+FFFD, a visible marker, just before it inserts:
- * after scrubbing and cutting, which can themselves split a surrogate pair. Pure.
+ * after scrubbing and cutting (the package's cuts keep surrogate pairs whole; a custom scrubber
+ * may not). Pure.
  */
 
 /** Put in place of each character PostgreSQL cannot store. */

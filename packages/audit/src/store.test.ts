@@ -25,6 +25,7 @@ import {
   LATEST_TIME_BOUND,
   MIGRATIONS,
   openAuditStore,
+  parseAuditRecord,
   runRetention,
 } from './index.ts';
 
@@ -421,6 +422,20 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     expect(ids((await t.store.query()).records)).toEqual(ids(newestFirst(recent)));
     expect(await t.store.deleteOlderThan(new Date(T0))).toBe(0);
     await expect(runRetention(t.store, 0)).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it('stores and pages through the extreme timestamps the record schema accepts', async () => {
+    // The schema's edges (year 1..9999, offsets within ±15:59) are what this engine holds.
+    const edges = [
+      '0001-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999Z',
+      '2025-06-01T12:00:00+15:59',
+      '2025-06-01T12:00:00-15:59',
+    ].map((timestamp) => parseAuditRecord({ ...recordAt(0), timestamp }));
+    expect(await t.store.insertBatch(edges)).toBe(4);
+    const { records, pages } = await everyPage(t.store, {}, 1);
+    expect(pages).toBe(4);
+    expect(ids(records)).toEqual(ids(newestFirst(edges)));
   });
 
   it('answers ping', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration, parseTimeBound } from './time.ts';
+import { parseDuration, parseTimeBound, timestampIssue } from './time.ts';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -52,5 +52,35 @@ describe('parseTimeBound', () => {
     '',
   ])('%j is refused', (text) => {
     expect(parseTimeBound(text, NOW)).toBeUndefined();
+  });
+});
+
+describe('timestampIssue', () => {
+  it.each([
+    ['0001-01-01T00:00:00Z', undefined],
+    ['9999-12-31T23:59:59.999Z', undefined],
+    ['2025-06-01T12:00:00+15:59', undefined],
+    ['2025-06-01T12:00:00-15:59', undefined],
+    ['not a date-time', undefined], // the caller's format check names it
+    ['0000-01-01T00:00:00Z', 'must not be in year 0000 (PostgreSQL has no year 0)'],
+    ['0000-12-31T23:00:00-01:00', 'must not be in year 0000 (PostgreSQL has no year 0)'],
+    [
+      '2025-06-01T12:00:00+16:00',
+      'must have a UTC offset within ±15:59 (PostgreSQL refuses larger ones)',
+    ],
+    [
+      '2025-06-01T12:00:00-23:59',
+      'must have a UTC offset within ±15:59 (PostgreSQL refuses larger ones)',
+    ],
+    [
+      '0001-01-01T00:00:00+00:01',
+      'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z',
+    ],
+    [
+      '9999-12-31T23:59:59-00:01',
+      'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z',
+    ],
+  ])('%s: %s', (text, issue) => {
+    expect(timestampIssue(text)).toBe(issue);
   });
 });

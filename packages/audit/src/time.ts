@@ -1,6 +1,7 @@
 /**
  * Time bounds of audit queries: an ISO 8601 instant, or a duration back from now (`30m`,
- * `1h`, `7d`). Pure: the caller passes "now".
+ * `1h`, `7d`); and the range an audit record's `timestamp` must keep to, the same one. Pure:
+ * the caller passes "now".
  */
 
 const UNIT_MS = {
@@ -39,6 +40,34 @@ export const TIME_BOUND_RANGE_TEXT = 'between 0001-01-01T00:00:00Z and 9999-12-3
 export function isTimeBoundInRange(date: Date): boolean {
   const ms = date.getTime();
   return ms >= EARLIEST_TIME_BOUND.getTime() && ms <= LATEST_TIME_BOUND.getTime();
+}
+
+/**
+ * The largest UTC offset PostgreSQL takes in a `timestamptz` input, in minutes: 15:59. From
+ * ±16:00 on it refuses the value (SQLSTATE 22009, "time zone displacement out of range").
+ */
+export const MAX_UTC_OFFSET_MINUTES = 15 * 60 + 59;
+
+const TRAILING_OFFSET = /[+-](\d{2}):?(\d{2})$/;
+
+/**
+ * Why the ISO 8601 date-time `text` (of the audit record's form, `2025-01-31T12:00:00Z` or
+ * with an offset) names a time the audit store cannot hold or its queries cannot reach, or
+ * `undefined` when it is fine: year 0000 (PostgreSQL has none: SQLSTATE 22008, whatever the
+ * offset), a UTC offset beyond ±15:59 (22009), or an instant outside
+ * {@link EARLIEST_TIME_BOUND} .. {@link LATEST_TIME_BOUND} (the range a query may name). The
+ * message says the rule, never the value. Text that is no date-time is left to the caller's
+ * format check (`undefined`).
+ */
+export function timestampIssue(text: string): string | undefined {
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) return undefined;
+  if (text.startsWith('0000')) return 'must not be in year 0000 (PostgreSQL has no year 0)';
+  const offset = TRAILING_OFFSET.exec(text);
+  if (offset && Number(offset[1]) * 60 + Number(offset[2]) > MAX_UTC_OFFSET_MINUTES)
+    return 'must have a UTC offset within ±15:59 (PostgreSQL refuses larger ones)';
+  if (!isTimeBoundInRange(new Date(ms))) return `must be ${TIME_BOUND_RANGE_TEXT}`;
+  return undefined;
 }
 
 /**

@@ -116,10 +116,27 @@ const FAST_RETRIES: JobsOptions = {
   backoff: { type: 'exponential', delay: 10 },
 };
 
-// A record no store can hold, even after characters are made storable: the schema takes any
-// ISO 8601 date-time, but PostgreSQL's timestamptz has no year 0 (SQLSTATE 22008, on
-// PostgreSQL and PGlite alike). The real store refuses it: no fake store needed.
-const unstorable = (): AuditRecord => ({ ...recordAt(0), timestamp: '0000-01-01T00:00:00Z' });
+// A timestamp PostgreSQL's timestamptz cannot hold: it has no year 0 (SQLSTATE 22008, on
+// PostgreSQL and PGlite alike). The schema refuses it when the worker parses a job.
+const YEAR_ZERO = '0000-01-01T00:00:00Z';
+
+/**
+ * The real PostgreSQL store, except that it inserts the records of `ids` with a year-0
+ * timestamp, which PostgreSQL refuses by their data (SQLSTATE 22008). The schema refuses
+ * every timestamp PostgreSQL cannot hold, so a record reaching the insert can no longer carry
+ * one: this stands for any data the store refuses that the schema does not foresee.
+ */
+function refusing(ids: readonly string[]): AuditStore {
+  return {
+    ...t.store,
+    insertBatch: (batch) =>
+      t.store.insertBatch(
+        batch.map((record) =>
+          ids.includes(record.id) ? { ...record, timestamp: YEAR_ZERO } : record,
+        ),
+      ),
+  };
+}
 
 /** Jobs of the queue that completed or failed for good. */
 async function settled(q: Queue): Promise<number> {
@@ -463,7 +480,7 @@ describe('audit worker', () => {
       payloadPreview: '{"q":"\u0000"}',
     });
     const lone = recordAt(1, { target: 'half \ud83d', sessionId: '\ude00 tail' });
-    // The worker's own cut: an emoji straddling the stored preview length is cut in half.
+    // An emoji straddling the stored preview length: the worker's cut leaves it out whole.
     const straddling = recordAt(2, {
       payloadPreview: `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1)}\u{1F600} and more`,
     });
@@ -485,7 +502,7 @@ describe('audit worker', () => {
     });
     expect(stored.get(lone.id)).toMatchObject({ target: 'half \ufffd', sessionId: '\ufffd tail' });
     expect(stored.get(straddling.id)?.payloadPreview).toBe(
-      `${'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1)}\ufffd`,
+      'a'.repeat(PAYLOAD_PREVIEW_MAX_LENGTH - 1),
     );
     // The columns the filters read hold the same text as the record.
     expect((await t.store.query({ tool: 'get\ufffdweather' })).records).toHaveLength(1);
@@ -496,7 +513,7 @@ describe('audit worker', () => {
     const prefix = uniquePrefix();
     const q = queue(prefix, FAST_RETRIES);
     const good = makeRecords(30);
-    const bad = unstorable();
+    const [bad] = makeRecords(1) as [AuditRecord];
     await add(q, [...good.slice(0, 12), bad, ...good.slice(12)]);
     const sizes: number[] = [];
     const logger = captureLogger();
@@ -504,6 +521,7 @@ describe('audit worker', () => {
     const w = worker({
       prefix,
       logger,
+      store: refusing([bad.id]),
       batchSize: 31,
       flushIntervalMs: 5000,
       hooks: { beforeInsert: (records) => void sizes.push(records.length) },
@@ -530,13 +548,14 @@ describe('audit worker', () => {
     const prefix = uniquePrefix();
     const q = queue(prefix, FAST_RETRIES);
     const good = makeRecords(20);
+    const [bad] = makeRecords(1) as [AuditRecord];
     await q.add(
       AUDIT_BATCH_JOB_NAME,
-      { records: [...good.slice(0, 5), unstorable(), ...good.slice(5, 10)] },
+      { records: [...good.slice(0, 5), bad, ...good.slice(5, 10)] },
       { jobId: 'with-unstorable' },
     );
     await q.add(AUDIT_BATCH_JOB_NAME, { records: good.slice(10) }, { jobId: 'all-good' });
-    const w = worker({ prefix, batchSize: 21, flushIntervalMs: 5000 });
+    const w = worker({ prefix, batchSize: 21, flushIntervalMs: 5000, store: refusing([bad.id]) });
     await waitFor(async () => (await settled(q)) === 2, 'both jobs done or failed');
     expect(await storedIds(t.store)).toEqual(sortedIds(good));
     expect(await q.getCompletedCount()).toBe(1);
@@ -544,6 +563,29 @@ describe('audit worker', () => {
     const failed = await q.getJob('with-unstorable');
     expect(failed?.attemptsMade).toBe(1);
     expect(failed?.failedReason).toMatch(/^1 of 11 audit records refused by the store: \[5\] /);
+  });
+
+  it('fails a record whose timestamp PostgreSQL cannot hold as malformed, before any insert, and stores its batch', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const good = makeRecords(10);
+    const yearZero = { ...recordAt(0), timestamp: YEAR_ZERO };
+    const farOffset = { ...recordAt(1), timestamp: '2025-06-01T12:00:00+16:00' };
+    await add(q, [...good.slice(0, 5), yearZero, farOffset, ...good.slice(5)]);
+    const logger = captureLogger();
+    // The ten good records fill one batch; the two bad ones never reach it.
+    const w = worker({ prefix, logger, batchSize: 10, flushIntervalMs: 5000 });
+    await waitFor(async () => (await settled(q)) === 12, 'every job done or failed');
+    expect(await storedIds(t.store)).toEqual(sortedIds(good));
+    // Refused at parse, like any malformed record: no insert failed, nothing was isolated.
+    expect(w.metrics()).toMatchObject({ inserted: 10, malformed: 2, refused: 0, failedBatches: 0 });
+    const failed = await q.getFailed();
+    expect(failed.map((job) => job.id).sort()).toEqual([yearZero.id, farOffset.id].sort());
+    for (const job of failed) {
+      expect(job.attemptsMade).toBe(1);
+      expect(job.failedReason).toMatch(/^invalid audit record: timestamp: /);
+    }
+    expect(logger.entries.filter((e) => e.message.startsWith('malformed'))).toHaveLength(2);
   });
 
   it('retries the job of a record whose insert fails for a reason other than its data', async () => {
