@@ -14,10 +14,12 @@ export {
   METRIC,
   mcpSpanName,
   QUEUE,
+  RUNTIME_METRIC,
   SPAN,
 } from './names.ts';
 export type { TraceCarrier } from './propagation.ts';
 export { extractTraceContext, injectTraceHeaders } from './propagation.ts';
+export { GC_DURATION_BUCKETS_S } from './runtime.ts';
 export { currentTraceIds, recordSpanError, safeSetAttributes, withSpan } from './spans.ts';
 export { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
 export type {
@@ -30,6 +32,7 @@ export type {
   InterceptorMetricAttributes,
   NodeRequestHandler,
   RequestMetricAttributes,
+  RuntimeMetricsOptions,
   SamplerName,
   SpanAttributesInput,
   Telemetry,

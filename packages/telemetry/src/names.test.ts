@@ -1,4 +1,25 @@
 /** The name table is a contract: dashboards, alerts and other services spell names this way. */
+import {
+  ATTR_CPU_MODE,
+  ATTR_NODEJS_EVENTLOOP_STATE,
+  ATTR_V8JS_GC_TYPE,
+  ATTR_V8JS_HEAP_SPACE_NAME,
+  METRIC_NODEJS_EVENTLOOP_DELAY_MAX,
+  METRIC_NODEJS_EVENTLOOP_DELAY_MEAN,
+  METRIC_NODEJS_EVENTLOOP_DELAY_MIN,
+  METRIC_NODEJS_EVENTLOOP_DELAY_P50,
+  METRIC_NODEJS_EVENTLOOP_DELAY_P90,
+  METRIC_NODEJS_EVENTLOOP_DELAY_P99,
+  METRIC_NODEJS_EVENTLOOP_DELAY_STDDEV,
+  METRIC_NODEJS_EVENTLOOP_TIME,
+  METRIC_NODEJS_EVENTLOOP_UTILIZATION,
+  METRIC_PROCESS_CPU_TIME,
+  METRIC_PROCESS_MEMORY_USAGE,
+  METRIC_PROCESS_UPTIME,
+  METRIC_V8JS_GC_DURATION,
+  METRIC_V8JS_MEMORY_HEAP_SPACE_SIZE,
+  METRIC_V8JS_MEMORY_HEAP_USED,
+} from '@opentelemetry/semantic-conventions/incubating';
 import { describe, expect, it } from 'vitest';
 import {
   ATTR,
@@ -8,6 +29,7 @@ import {
   METRIC,
   mcpSpanName,
   QUEUE,
+  RUNTIME_METRIC,
   SPAN,
 } from './names.ts';
 
@@ -49,14 +71,47 @@ describe('FLEET_NAMES', () => {
     expect(SPAN).toBe(FLEET_NAMES.span);
     expect(ATTR).toBe(FLEET_NAMES.attribute);
     expect(METRIC).toBe(FLEET_NAMES.metric);
+    expect(RUNTIME_METRIC).toBe(FLEET_NAMES.runtimeMetric);
     expect(QUEUE).toBe(FLEET_NAMES.queue);
   });
 
   it('spells attribute and metric names in dotted lower snake case, each once', () => {
-    const names = [...Object.values(ATTR), ...Object.values(METRIC)];
+    const names = [
+      ...Object.values(ATTR),
+      ...Object.values(METRIC),
+      ...Object.values(RUNTIME_METRIC),
+    ];
     for (const name of names) expect(name).toMatch(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/);
     expect(new Set(names).size).toBe(names.length);
     expect(new Set(Object.values(SPAN)).size).toBe(Object.values(SPAN).length);
+  });
+});
+
+describe('runtime metric names', () => {
+  // The incubating entry point is imported here only: names are copied into the table, as
+  // the semantic-conventions package advises, and this test catches a rename on upgrade.
+  it('are the semantic-convention names, with no deprecated one', () => {
+    expect(RUNTIME_METRIC).toEqual({
+      EVENTLOOP_DELAY_MIN: METRIC_NODEJS_EVENTLOOP_DELAY_MIN,
+      EVENTLOOP_DELAY_MAX: METRIC_NODEJS_EVENTLOOP_DELAY_MAX,
+      EVENTLOOP_DELAY_MEAN: METRIC_NODEJS_EVENTLOOP_DELAY_MEAN,
+      EVENTLOOP_DELAY_STDDEV: METRIC_NODEJS_EVENTLOOP_DELAY_STDDEV,
+      EVENTLOOP_DELAY_P50: METRIC_NODEJS_EVENTLOOP_DELAY_P50,
+      EVENTLOOP_DELAY_P90: METRIC_NODEJS_EVENTLOOP_DELAY_P90,
+      EVENTLOOP_DELAY_P99: METRIC_NODEJS_EVENTLOOP_DELAY_P99,
+      EVENTLOOP_UTILIZATION: METRIC_NODEJS_EVENTLOOP_UTILIZATION,
+      EVENTLOOP_TIME: METRIC_NODEJS_EVENTLOOP_TIME,
+      GC_DURATION: METRIC_V8JS_GC_DURATION,
+      HEAP_USED: METRIC_V8JS_MEMORY_HEAP_USED,
+      HEAP_SPACE_SIZE: METRIC_V8JS_MEMORY_HEAP_SPACE_SIZE,
+      PROCESS_MEMORY_USAGE: METRIC_PROCESS_MEMORY_USAGE,
+      PROCESS_CPU_TIME: METRIC_PROCESS_CPU_TIME,
+      PROCESS_UPTIME: METRIC_PROCESS_UPTIME,
+    });
+    expect(ATTR.V8JS_GC_TYPE).toBe(ATTR_V8JS_GC_TYPE);
+    expect(ATTR.V8JS_HEAP_SPACE_NAME).toBe(ATTR_V8JS_HEAP_SPACE_NAME);
+    expect(ATTR.CPU_MODE).toBe(ATTR_CPU_MODE);
+    expect(ATTR.NODEJS_EVENTLOOP_STATE).toBe(ATTR_NODEJS_EVENTLOOP_STATE);
   });
 });
 

@@ -5,7 +5,10 @@
  * `error.type`, `messaging.*`, ...) follow the semantic conventions; `fleet.*` names are ours.
  */
 
-/** The fleet's telemetry vocabulary. {@link SPAN}, {@link ATTR}, {@link METRIC} and {@link QUEUE} are its sections. */
+/**
+ * The fleet's telemetry vocabulary. {@link SPAN}, {@link ATTR}, {@link METRIC},
+ * {@link RUNTIME_METRIC} and {@link QUEUE} are its sections.
+ */
 export const FLEET_NAMES = {
   span: {
     /**
@@ -92,6 +95,14 @@ export const FLEET_NAMES = {
     MESSAGING_DESTINATION_NAME: 'messaging.destination.name',
     /** `send` | `process` (semconv). */
     MESSAGING_OPERATION_TYPE: 'messaging.operation.type',
+    /** Kind of a garbage collection: `minor` `major` `incremental` `weakcb` (semconv). */
+    V8JS_GC_TYPE: 'v8js.gc.type',
+    /** V8 heap space, e.g. `old_space`, `new_space`; the set is fixed by the V8 version (semconv). */
+    V8JS_HEAP_SPACE_NAME: 'v8js.heap.space.name',
+    /** `user` | `system` on `process.cpu.time` (semconv). */
+    CPU_MODE: 'cpu.mode',
+    /** `active` | `idle` on `nodejs.eventloop.time` (semconv). */
+    NODEJS_EVENTLOOP_STATE: 'nodejs.eventloop.state',
   },
   metric: {
     /** Histogram (ms): one MCP request at the gateway, by method and request status. */
@@ -107,6 +118,43 @@ export const FLEET_NAMES = {
     /** Counter: audit records, by where they went. */
     AUDIT_RECORDS: 'fleet.audit.records',
   },
+  /**
+   * Node.js runtime and process metrics, observed by every service started with
+   * `startTelemetry` (see `runtime.ts`). Names, units and instrument kinds follow the
+   * OpenTelemetry semantic conventions (`@opentelemetry/semantic-conventions` 1.45, incubating).
+   */
+  runtimeMetric: {
+    /** Gauge (s): smallest event-loop delay sample since the previous collection. */
+    EVENTLOOP_DELAY_MIN: 'nodejs.eventloop.delay.min',
+    /** Gauge (s): largest event-loop delay sample since the previous collection. */
+    EVENTLOOP_DELAY_MAX: 'nodejs.eventloop.delay.max',
+    /** Gauge (s): mean event-loop delay since the previous collection. */
+    EVENTLOOP_DELAY_MEAN: 'nodejs.eventloop.delay.mean',
+    /** Gauge (s): standard deviation of the event-loop delay since the previous collection. */
+    EVENTLOOP_DELAY_STDDEV: 'nodejs.eventloop.delay.stddev',
+    /** Gauge (s): median event-loop delay since the previous collection. */
+    EVENTLOOP_DELAY_P50: 'nodejs.eventloop.delay.p50',
+    /** Gauge (s): 90th percentile event-loop delay since the previous collection. */
+    EVENTLOOP_DELAY_P90: 'nodejs.eventloop.delay.p90',
+    /** Gauge (s): 99th percentile event-loop delay since the previous collection. */
+    EVENTLOOP_DELAY_P99: 'nodejs.eventloop.delay.p99',
+    /** Gauge (1): share of time the event loop was busy since the previous collection, 0..1. */
+    EVENTLOOP_UTILIZATION: 'nodejs.eventloop.utilization',
+    /** Counter (s): time the event loop spent in each `nodejs.eventloop.state`. */
+    EVENTLOOP_TIME: 'nodejs.eventloop.time',
+    /** Histogram (s): one garbage collection pause, by `v8js.gc.type`. */
+    GC_DURATION: 'v8js.gc.duration',
+    /** UpDownCounter (By): heap memory in use, by `v8js.heap.space.name`. */
+    HEAP_USED: 'v8js.memory.heap.used',
+    /** UpDownCounter (By): heap memory reserved for a space (replaces `v8js.memory.heap.limit`). */
+    HEAP_SPACE_SIZE: 'v8js.memory.heap.space.size',
+    /** UpDownCounter (By): resident set size of the process. */
+    PROCESS_MEMORY_USAGE: 'process.memory.usage',
+    /** Counter (s): CPU time of the process, by `cpu.mode`. */
+    PROCESS_CPU_TIME: 'process.cpu.time',
+    /** Gauge (s): time since the process started. */
+    PROCESS_UPTIME: 'process.uptime',
+  },
   queue: {
     /** The BullMQ queue of audit records (default of `audit.queue`). */
     AUDIT: 'fleet-audit',
@@ -119,6 +167,8 @@ export const SPAN = FLEET_NAMES.span;
 export const ATTR = FLEET_NAMES.attribute;
 /** Metric names (see {@link FLEET_NAMES}). */
 export const METRIC = FLEET_NAMES.metric;
+/** Node.js runtime and process metric names (see {@link FLEET_NAMES}). */
+export const RUNTIME_METRIC = FLEET_NAMES.runtimeMetric;
 /** Queue names (see {@link FLEET_NAMES}). */
 export const QUEUE = FLEET_NAMES.queue;
 

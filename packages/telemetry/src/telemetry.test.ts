@@ -3,11 +3,17 @@
  * HTTP, metrics are fetched from a real node HTTP server, trace context propagates with
  * export switched off, and shutdown stays bounded when no collector answers.
  */
+import { execFile } from 'node:child_process';
 import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { context, diag, metrics, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ATTR, chainStageSpanName, METRIC } from './names.ts';
+import { ATTR, chainStageSpanName, METRIC, RUNTIME_METRIC } from './names.ts';
 import { extractTraceContext, injectTraceHeaders } from './propagation.ts';
 import { currentTraceIds, withSpan } from './spans.ts';
 import { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
@@ -560,6 +566,128 @@ describe('startTelemetry: metrics', () => {
     metrics.getMeter('library').createCounter('library.calls').add(3);
     const base = await serve(telemetry.metricsHandler);
     expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/library_calls_total\{[^}]*\} 3/);
+  });
+});
+
+// A full, synchronous GC without starting the worker with --expose-gc.
+setFlagsFromString('--expose-gc');
+const forceGc = runInNewContext('gc') as () => void;
+
+/** Values of the Prometheus samples `name{...}` whose labels include `labels`. */
+function samples(text: string, name: string, labels: Record<string, string> = {}): number[] {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .filter((line) => Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+    .map((line) => Number(line.slice(line.lastIndexOf(' ') + 1)));
+}
+
+/** The Prometheus name of a runtime metric's samples: dots become underscores, counters get `_total`, histograms `_count`. */
+function promName(name: string): string {
+  const base = name.replaceAll('.', '_');
+  if (name === RUNTIME_METRIC.EVENTLOOP_TIME || name === RUNTIME_METRIC.PROCESS_CPU_TIME)
+    return `${base}_total`;
+  if (name === RUNTIME_METRIC.GC_DURATION) return `${base}_count`;
+  return base;
+}
+
+function busyWait(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // The event loop cannot turn.
+  }
+}
+
+describe('startTelemetry: runtime metrics', () => {
+  it('serves every runtime metric on /metrics with plausible values', async () => {
+    const telemetry = start({ serviceName: 'svc' });
+    const base = await serve(telemetry.metricsHandler);
+    const scrape = async () => (await fetch(`${base}/metrics`)).text();
+    const majorGcs = (text: string) =>
+      samples(text, promName(RUNTIME_METRIC.GC_DURATION), { v8js_gc_type: 'major' });
+    forceGc();
+    // GC entries reach the observer asynchronously.
+    for (let i = 0; i < 50 && majorGcs(await scrape()).length === 0; i++) await sleep(10);
+    await sleep(60);
+    await scrape(); // a new event-loop delay window starts here
+    await sleep(60);
+    busyWait(200);
+    await sleep(30);
+    const text = await scrape();
+
+    for (const name of Object.values(RUNTIME_METRIC)) {
+      expect(text, name).toContain(`# TYPE ${name.replaceAll('.', '_')}`);
+      expect(samples(text, promName(name)).length, name).toBeGreaterThan(0);
+    }
+    expect(majorGcs(text)[0]).toBeGreaterThanOrEqual(1);
+    const heapUsed = samples(text, 'v8js_memory_heap_used').reduce((a, b) => a + b, 0);
+    expect(heapUsed).toBeGreaterThan(0);
+    expect(samples(text, 'process_memory_usage')[0]).toBeGreaterThan(heapUsed);
+    expect(samples(text, 'process_cpu_time_total', { cpu_mode: 'user' })[0]).toBeGreaterThan(0);
+    expect(samples(text, 'nodejs_eventloop_delay_max')[0]).toBeGreaterThanOrEqual(0.2);
+    expect(samples(text, 'nodejs_eventloop_delay_min')[0]).toBeLessThan(0.2);
+    expect(text).toContain('otel_scope_name="@fleet/telemetry/runtime"');
+  });
+
+  it('serves none of them with runtimeMetrics: false', async () => {
+    const telemetry = start({ serviceName: 'svc', runtimeMetrics: false });
+    telemetry.metrics.countAuditRecord({ outcome: 'stored' });
+    const base = await serve(telemetry.metricsHandler);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).toContain('fleet_audit_records_total');
+    for (const name of Object.values(RUNTIME_METRIC))
+      expect(text, name).not.toContain(name.replaceAll('.', '_'));
+  });
+
+  it('takes the event-loop delay resolution from the options', async () => {
+    const telemetry = start({
+      serviceName: 'svc',
+      runtimeMetrics: { eventLoopDelayResolutionMs: 50 },
+    });
+    const base = await serve(telemetry.metricsHandler);
+    await sleep(250);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    // Each sample spans at least one interval.
+    expect(samples(text, 'nodejs_eventloop_delay_min')[0]).toBeGreaterThanOrEqual(0.045);
+  });
+
+  it('leaves nothing behind that keeps a process alive after shutdown', async () => {
+    // A real process: start, serve one scrape, stop; it must exit on its own.
+    const index = pathToFileURL(fileURLToPath(new URL('./index.ts', import.meta.url))).href;
+    const script = `
+      import { createServer, get } from 'node:http';
+      import { setTimeout as sleep } from 'node:timers/promises';
+      import { startTelemetry } from ${JSON.stringify(index)};
+      const before = process.getActiveResourcesInfo().sort();
+      const telemetry = startTelemetry({ serviceName: 'exit-test' });
+      const server = createServer(telemetry.metricsHandler);
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      await sleep(100);
+      const text = await new Promise((resolve, reject) => {
+        get({ host: '127.0.0.1', port: server.address().port, path: '/metrics', agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk) => { body += chunk; });
+          res.on('end', () => resolve(body));
+        }).on('error', reject);
+      });
+      await new Promise((resolve) => server.close(resolve));
+      await telemetry.shutdown();
+      await sleep(50); // closed sockets leave the handle list on the next loop turn
+      process.stdout.write(JSON.stringify({
+        served: text.includes('nodejs_eventloop_delay_p99') && text.includes('v8js_memory_heap_used'),
+        before,
+        after: process.getActiveResourcesInfo().sort(),
+      }));
+    `;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--conditions=@fleet/source', '--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: fileURLToPath(new URL('..', import.meta.url)), timeout: 15_000 },
+    );
+    const { served, before, after } = JSON.parse(stdout);
+    expect(served).toBe(true);
+    expect(after).toEqual(before);
   });
 });
 

@@ -45,6 +45,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { createFleetMetrics } from './metrics.ts';
+import { type RuntimeMetrics, startRuntimeMetrics } from './runtime.ts';
 import type {
   InstrumentationName,
   NodeRequestHandler,
@@ -290,7 +291,8 @@ async function bounded(promise: Promise<unknown>, ms: number): Promise<'done' | 
 /**
  * Start the telemetry pipeline: register the async-hooks context manager, the W3C Trace
  * Context and Baggage propagators, a tracer provider (exporting as `options.traces` says) and
- * a meter provider read by a Prometheus exporter, all globally. Does not throw for a
+ * a meter provider read by a Prometheus exporter, all globally, and observe the Node.js
+ * runtime metrics (`options.runtimeMetrics`, see `runtime.ts`). Does not throw for a
  * misconfigured exporter: the problem is logged and that exporter is left out.
  *
  * Register at most one pipeline per process; {@link Telemetry.shutdown} unregisters it.
@@ -302,6 +304,7 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
     resourceAttributes = {},
     traces = {},
     instrumentations = [],
+    runtimeMetrics = true,
     shutdownTimeoutMs = 5000,
     diagnostics = true,
     logger = stderrLogger,
@@ -402,6 +405,17 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   if (metrics.setGlobalMeterProvider(meterProvider)) undo.push(() => metrics.disable());
   else warn('a global meter provider was already registered; keeping it');
 
+  let runtime: RuntimeMetrics | undefined;
+  if (runtimeMetrics !== false)
+    try {
+      runtime = startRuntimeMetrics(
+        meterProvider.getMeter('@fleet/telemetry/runtime'),
+        runtimeMetrics === true ? {} : runtimeMetrics,
+      );
+    } catch (error) {
+      warn(`runtime metrics not started: ${describe(error)}`);
+    }
+
   const enabled: Instrumentation[] = [];
   try {
     if (instrumentations.includes('http'))
@@ -457,6 +471,12 @@ export function startTelemetry(options: TelemetryOptions): Telemetry {
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
+      // First, synchronously: the delay timer and GC observer stop even if export hangs.
+      try {
+        runtime?.stop();
+      } catch (error) {
+        warn(`stopping runtime metrics failed: ${describe(error)}`);
+      }
       await Promise.all([
         settle('trace shutdown', () => tracerProvider.shutdown()),
         settle('metrics shutdown', () => meterProvider.shutdown()),

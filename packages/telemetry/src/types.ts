@@ -44,6 +44,16 @@ export interface TracesOptions {
   samplerRatio?: number;
 }
 
+/** Options of the Node.js runtime metrics (`nodejs.eventloop.*`, `v8js.*`, `process.*`). */
+export interface RuntimeMetricsOptions {
+  /**
+   * Sampling interval of the event-loop delay histogram, in whole milliseconds (at least 1).
+   * Each sample includes the interval itself, so an idle loop reports about this much.
+   * Default 20.
+   */
+  eventLoopDelayResolutionMs?: number;
+}
+
 /** Options for {@link startTelemetry}; {@link telemetryOptionsFromEnv} builds them from `OTEL_*` variables. */
 export interface TelemetryOptions {
   /** `service.name` of the resource. */
@@ -56,6 +66,11 @@ export interface TelemetryOptions {
   traces?: TracesOptions;
   /** Auto-instrumentations to enable. Default `[]`. */
   instrumentations?: readonly InstrumentationName[];
+  /**
+   * Serve the Node.js runtime and process metrics (event-loop delay and utilization, GC
+   * pauses, V8 heap, RSS, CPU time) on `/metrics`; `false` leaves them out. Default `true`.
+   */
+  runtimeMetrics?: boolean | RuntimeMetricsOptions;
   /** Upper bound of {@link Telemetry.shutdown} and {@link Telemetry.forceFlush}. Default 5000. */
   shutdownTimeoutMs?: number;
   /** Route OpenTelemetry's own warnings and errors (export failures, ...) to `logger`. Default true. */
