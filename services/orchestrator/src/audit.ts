@@ -4,6 +4,7 @@
  */
 import { type AuditRecord, type AuditRecordInput, createAuditRecord } from '@fleet/audit';
 import type { ChainExecution, ChainObserver } from './gateway.ts';
+import type { Logger } from './logger.ts';
 import { chainStatusOf } from './telemetry.ts';
 
 /** Where records go: `AuditProducer.enqueue` returns at once. */
@@ -72,14 +73,36 @@ export function auditRecordOf(execution: ChainExecution): AuditRecord {
   return createAuditRecord(input);
 }
 
-/** A chain observer that enqueues an audit record per execution (never throws). */
-export function createAuditObserver(sink: AuditSink): ChainObserver {
+/** How often a run of dropped records is logged (once, then at most this often). */
+export const DROPPED_RECORD_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * A chain observer that enqueues an audit record per execution. It never throws: auditing
+ * never breaks a request. A record that cannot be built or taken is dropped, and said so on
+ * `log` (the first time, then at most once a minute with the count since the start), so a
+ * gap in the audit trail always leaves a trace.
+ */
+export function createAuditObserver(
+  sink: AuditSink,
+  log?: Pick<Logger, 'warn'>,
+  now: () => number = () => performance.now(),
+): ChainObserver {
+  let dropped = 0;
+  let loggedAt = Number.NEGATIVE_INFINITY;
   return {
     chainExecuted(execution) {
       try {
         sink.enqueue(auditRecordOf(execution));
-      } catch {
-        // Auditing never breaks a request; the producer counts what it cannot take.
+      } catch (error) {
+        dropped++;
+        const at = now();
+        if (log && at - loggedAt >= DROPPED_RECORD_LOG_INTERVAL_MS) {
+          loggedAt = at;
+          // The error's kind and its first words, never the execution (client text).
+          const reason =
+            error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : 'unknown';
+          log.warn({ dropped, reason }, 'audit record dropped: it could not be built or queued');
+        }
       }
     },
   };

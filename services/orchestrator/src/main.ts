@@ -87,7 +87,7 @@ const orchestrator = createOrchestrator({
   redis,
   subscriber,
   adminToken: env.FLEET_ADMIN_TOKEN || undefined,
-  observer: producer ? createAuditObserver(producer) : undefined,
+  observer: producer ? createAuditObserver(producer, log) : undefined,
   metricsHandler: telemetry.metricsHandler,
 });
 let stopListening: () => Promise<void> = async () => undefined;

@@ -20,7 +20,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createAuditObserver } from '../src/audit.ts';
+import { createAuditObserver, DROPPED_RECORD_LOG_INTERVAL_MS } from '../src/audit.ts';
 import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -246,5 +246,51 @@ auth:
     expect(stored).not.toContain(MARKER);
     expect(stored).not.toContain('hello');
     expect(stored).not.toContain('deny-me');
+  });
+});
+
+describe('records that cannot be queued', () => {
+  it('drops them without failing the call, and says so once a minute with the count', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+    let clock = 0;
+    const observer = createAuditObserver(
+      {
+        enqueue() {
+          throw new RangeError('the queue refused the record');
+        },
+      },
+      {
+        warn: (fields: Record<string, unknown>, message: string) =>
+          warnings.push({ fields, message }),
+      },
+      () => clock,
+    );
+    const gateway = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n`, {
+      redis: false,
+      observer,
+    });
+    const client = await connectClient(gateway.mcpUrl);
+    const call = async () =>
+      textOf(await client.callTool({ name: 'echo', arguments: { text: MARKER } }));
+    expect(await call()).toBe(`[fx] ${MARKER}`);
+    expect(warnings).toEqual([
+      {
+        fields: { dropped: 1, reason: 'RangeError: the queue refused the record' },
+        message: 'audit record dropped: it could not be built or queued',
+      },
+    ]);
+    // Within the minute: counted, not logged again.
+    expect(await call()).toBe(`[fx] ${MARKER}`);
+    expect(warnings).toHaveLength(1);
+    clock += DROPPED_RECORD_LOG_INTERVAL_MS;
+    const before = gateway.executions.length;
+    expect(await call()).toBe(`[fx] ${MARKER}`);
+    expect(warnings).toHaveLength(2);
+    // Every chain execution so far was dropped and counted (one record per execution).
+    expect(warnings[1]?.fields.dropped).toBe(before + 1);
+    expect(before).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(warnings)).not.toContain(MARKER);
   });
 });
