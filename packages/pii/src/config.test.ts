@@ -1,5 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { createPiiEngine, PiiConfigError, parsePiiConfig, SECRET_ENTITY_TYPES } from './index.ts';
+import {
+  createPiiEngine,
+  ENTITY_TYPES,
+  PiiConfigError,
+  parsePiiConfig,
+  SECRET_ENTITY_TYPES,
+} from './index.ts';
+
+/** The error `parsePiiConfig(input)` throws; fails the test when it throws none. */
+function configError(input: unknown): PiiConfigError {
+  try {
+    parsePiiConfig(input);
+  } catch (error) {
+    expect(error).toBeInstanceOf(PiiConfigError);
+    return error as PiiConfigError;
+  }
+  return expect.unreachable('the config was accepted');
+}
 
 describe('config', () => {
   it('fills every default from nothing', () => {
@@ -35,7 +52,7 @@ describe('config', () => {
   it.each([
     [{ entities: { EMAIL_ADDRESS: { strategy: 'shred' } } }, 'entities.EMAIL_ADDRESS.strategy'],
     [{ entities: { EMAIL_ADDRESS: { threshold: 2 } } }, 'entities.EMAIL_ADDRESS.threshold'],
-    [{ entities: { PASSPORT: {} } }, 'entities'],
+    [{ entities: { PASSPORT: {} } }, 'entities.PASSPORT'],
     [{ allow: { patterns: ['ok', '(unclosed'] } }, 'allow.patterns[1]'],
     [{ phone: { defaultRegion: 'XX' } }, 'phone.defaultRegion'],
     [
@@ -44,19 +61,48 @@ describe('config', () => {
     ],
     [{ guard: { block: ['NOPE'] } }, 'guard.block[0]'],
     [{ limits: { maxDepth: 0 } }, 'limits.maxDepth'],
-    [{ unknownKey: true }, ''],
+    [{ unknownKey: true }, 'unknownKey'],
     [{ hash: { keyEnv: 'not a name' } }, 'hash.keyEnv'],
   ])('rejects %j naming %s', (input, path) => {
-    try {
-      parsePiiConfig(input);
-      expect.unreachable();
-    } catch (error) {
-      expect(error).toBeInstanceOf(PiiConfigError);
-      const e = error as PiiConfigError;
-      expect(e.code).toBe('PII_CONFIG_INVALID');
-      expect(e.issues.map((i) => i.path)).toContain(path);
-      if (path) expect(e.message).toContain(path);
-    }
+    const error = configError(input);
+    expect(error.code).toBe('PII_CONFIG_INVALID');
+    expect(error.issues.map((i) => i.path)).toContain(path);
+    expect(error.message).toContain(path);
+  });
+
+  // A misspelt key must stop the service, never be ignored: an ignored `entites:` would run
+  // with default settings, an ignored `guard: {blok: …}` with the default block list.
+  it.each([
+    [{ entites: {} }, 'entites', 'entities'],
+    [{ guard: { blok: ['PRIVATE_KEY'] } }, 'guard.blok', 'block'],
+    [
+      { entities: { EMAIL_ADRESS: { strategy: 'mask' } } },
+      'entities.EMAIL_ADRESS',
+      'EMAIL_ADDRESS',
+    ],
+    [{ entities: { PERSON: { stratgy: 'mask' } } }, 'entities.PERSON.stratgy', 'strategy'],
+    [{ tools: { crm: { alow: { values: ['x'] } } } }, 'tools.crm.alow', 'allow'],
+    [{ tools: { crm: { entities: { PERSN: {} } } } }, 'tools.crm.entities.PERSN', 'PERSON'],
+    [{ limits: { maxdepth: 8 } }, 'limits.maxdepth', 'maxDepth'],
+  ])('refuses the unknown key in %j at %s, suggesting %s', (input, path, meant) => {
+    const error = configError(input);
+    expect(error.code).toBe('PII_CONFIG_INVALID');
+    const key = path.split('.').at(-1);
+    expect(error.issues).toEqual([
+      {
+        path,
+        message: expect.stringMatching(
+          `^unknown key "${key}" \\(did you mean "${meant}"\\?\\); allowed: `,
+        ),
+      },
+    ]);
+    expect(error.message).toContain(`${path}: unknown key "${key}" (did you mean "${meant}"?)`);
+  });
+
+  it('lists the entity types as the keys an entities map allows', () => {
+    expect(configError({ entities: { NOT_A_TYPE: {} } }).issues[0]?.message).toBe(
+      `unknown key "NOT_A_TYPE"; allowed: ${ENTITY_TYPES.join(', ')}`,
+    );
   });
 
   it('is validated by createPiiEngine too', () => {

@@ -3,9 +3,10 @@
  * field has a default, so an empty config detects every entity type and redacts every
  * detected value. Parse once at the edge with {@link parsePiiConfig}: errors name the path.
  */
+import { withKeyHints } from '@fleet/core';
 import { z } from 'zod';
 import { isPhoneRegion } from './detectors/phone.ts';
-import { ENTITY_TYPES, SECRET_ENTITY_TYPES } from './entities.ts';
+import { ENTITY_TYPES, type EntityType, SECRET_ENTITY_TYPES } from './entities.ts';
 import { PiiConfigError, type PiiConfigIssue } from './errors.ts';
 import { formatJsonPath } from './walk.ts';
 
@@ -61,7 +62,15 @@ export const AllowListSchema = z.strictObject({
   patterns: z.array(AllowPatternSchema).default([]),
 });
 
-const EntitiesSchema = z.partialRecord(EntityTypeSchema, EntitySettingsSchema);
+/**
+ * Settings by entity type. An object with one optional key per type rather than a record, so
+ * a misspelt type is an unknown key whose message lists the types (`did you mean …?`).
+ */
+const EntitiesSchema = z.strictObject(
+  Object.fromEntries(ENTITY_TYPES.map((type) => [type, EntitySettingsSchema.optional()])) as {
+    [K in EntityType]: z.ZodOptional<typeof EntitySettingsSchema>;
+  },
+);
 
 /** Overrides for one tool (by `tools/call` name); merged over the global settings. */
 export const ToolOverrideSchema = z.strictObject({
@@ -137,12 +146,15 @@ export type ToolOverride = z.output<typeof ToolOverrideSchema>;
 /**
  * Parse a config (the object YAML gave; `undefined` or `null` → all defaults). Throws
  * {@link PiiConfigError} whose `issues` name every bad path, e.g.
- * `entities.EMAIL_ADDRESS.strategy` or `allow.patterns[0]`.
+ * `entities.EMAIL_ADDRESS.strategy` or `allow.patterns[0]`. An unknown key is an issue at
+ * its own path saying what was probably meant (`guard.blok: unknown key "blok" (did you
+ * mean "block"?); allowed: block`): a misspelt key must never be ignored.
  */
 export function parsePiiConfig(input: unknown): PiiConfig {
   const parsed = PiiConfigSchema.safeParse(input ?? {});
   if (parsed.success) return parsed.data;
-  const issues: PiiConfigIssue[] = parsed.error.issues.map((issue) => ({
+  const { issues: zodIssues } = withKeyHints(PiiConfigSchema, parsed.error);
+  const issues: PiiConfigIssue[] = zodIssues.map((issue) => ({
     path: formatJsonPath(issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))),
     message: issue.message,
   }));

@@ -1,4 +1,7 @@
-/** The service as a process: the start-up line, a refused bad config, graceful stop. */
+/**
+ * The service as a process: the start-up line, a refused bad config, a rejected bad edit,
+ * graceful stop.
+ */
 
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -12,6 +15,13 @@ import { describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
+/** A PII config file in a new temporary directory. */
+function configFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'pii-')), 'pii.yaml');
+  writeFileSync(path, text);
+  return path;
+}
+
 describe('pii-redactor process', () => {
   it('starts on embedded defaults and stops on SIGTERM', async () => {
     const proc = await startServiceProcess({
@@ -24,22 +34,59 @@ describe('pii-redactor process', () => {
     expect(proc.stderr()).toContain('every entity type is detected');
   });
 
-  it('refuses a bad PII_CONFIG, naming the path', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pii-'));
-    const path = join(dir, 'pii.yaml');
-    writeFileSync(path, 'entities:\n  EMAIL_ADDRESS: {strategy: shred}\n');
+  it.each([
+    [
+      'a bad value, naming the path',
+      'entities:\n  EMAIL_ADDRESS: {strategy: shred}\n',
+      'entities.EMAIL_ADDRESS.strategy',
+    ],
+    [
+      'a misspelt key, naming it and the likely key',
+      'entites:\n  EMAIL_ADDRESS: {strategy: mask}\n',
+      'entites: unknown key "entites" (did you mean "entities"?)',
+    ],
+    [
+      'a misspelt entity type, naming it and the likely type',
+      'entities:\n  EMAIL_ADRESS: {strategy: mask}\n',
+      'entities.EMAIL_ADRESS: unknown key "EMAIL_ADRESS" (did you mean "EMAIL_ADDRESS"?)',
+    ],
+  ])('refuses to start on %s', async (_what, text, message) => {
     const error = await startServiceProcess({
       ...sourceCommand(MAIN),
-      env: { PORT: '0', PII_CONFIG: path },
+      env: { PORT: '0', PII_CONFIG: configFile(text) },
       readyTimeoutMs: 10_000,
-    }).catch((e: unknown) => e);
-    expect(String(error)).toContain('entities.EMAIL_ADDRESS.strategy');
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    expect(error).toContain('cannot load PII_CONFIG');
+    expect(error).toContain(message);
+  });
+
+  it('rejects an edit with a misspelt key, keeps the config in force and logs why', async () => {
+    const path = configFile('defaultStrategy: mask\n');
+    const proc = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', PII_CONFIG: path, PII_HMAC_KEY: 'k'.repeat(32) },
+    });
+    try {
+      writeFileSync(path, 'defaultStrategy: hash\nguard:\n  blok: [PRIVATE_KEY]\n');
+      const hint = 'guard.blok: unknown key "blok" (did you mean "block"?)';
+      let status: { lastError?: string; defaultStrategy?: string } = {};
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        status = (await (await fetch(`${proc.url}/config`)).json()) as typeof status;
+        if (status.lastError) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status.lastError).toContain(hint);
+      expect(status.defaultStrategy).toBe('mask');
+      expect(proc.stderr()).toContain('PII config edit rejected');
+      expect(proc.stderr()).toContain(hint.replaceAll('"', '\\"'));
+    } finally {
+      await proc.stop();
+    }
   });
 
   it('keeps its token vault under PII_VAULT_PREFIX', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pii-'));
-    const path = join(dir, 'pii.yaml');
-    writeFileSync(path, 'entities:\n  EMAIL_ADDRESS: {strategy: tokenize}\n');
+    const path = configFile('entities:\n  EMAIL_ADDRESS: {strategy: tokenize}\n');
     const prefix = `test:pii-vault:${randomUUID()}`;
     const proc = await startServiceProcess({
       ...sourceCommand(MAIN),

@@ -160,16 +160,24 @@ describe('policy-validator process', () => {
     for (const text of [pii, 'x'.repeat(100)]) expect(proc.stderr()).not.toContain(text);
   });
 
-  it('refuses to start with a bad policy, naming the rule and line', async () => {
-    const { path } = policyFile(
+  it.each([
+    [
+      'a bad policy, naming the rule and line',
       `version: 1\ndefault: deny\nrules:\n  - id: bad-rule\n    effect: deny\n    when: 'arguments.amount >'\n`,
-    );
+      ['bad-rule', /line \d+|:\d+:\d+/],
+    ],
+    [
+      'a misspelt top-level key, naming it and the likely key',
+      'version: 1\ndefualt: allow\nrules: []\n',
+      ['unknown key "defualt" (did you mean "default"?)'],
+    ],
+  ])('refuses to start with %s', async (_what, text, expected) => {
     const error = await startServiceProcess({
       ...sourceCommand(MAIN),
-      env: { PORT: '0', POLICY_FILE: path },
+      env: { PORT: '0', POLICY_FILE: policyFile(text).path },
       readyTimeoutMs: 10_000,
-    }).catch((e: unknown) => e);
-    expect(String(error)).toContain('bad-rule');
-    expect(String(error)).toMatch(/line \d+|:\d+:\d+/);
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    for (const part of expected) expect(error).toMatch(part);
   });
 });

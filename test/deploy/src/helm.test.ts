@@ -7,12 +7,20 @@
  * registered, OpenTelemetry on every container, no secret in a ConfigMap, and a values schema
  * that refuses bad values.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { ServiceOverridesSchema } from '../../../packages/core/src/overrides.ts';
+import { PiiConfigSchema, parsePiiConfig } from '../../../packages/pii/src/config.ts';
+import { ENTITY_TYPES } from '../../../packages/pii/src/entities.ts';
 import { compilePolicy } from '../../../packages/policy/src/load.ts';
-import { parseConfig } from '../../../services/orchestrator/src/config.ts';
+import { PolicyDocumentSchema } from '../../../packages/policy/src/schema.ts';
+import {
+  OrchestratorConfigSchema,
+  parseConfig,
+} from '../../../services/orchestrator/src/config.ts';
 import {
   chartDir,
   cleanupHelmHome,
@@ -25,6 +33,7 @@ import {
   templateArgs,
 } from './helm.ts';
 import { validateManifest } from './k8s.ts';
+import { type JsonSchema, type KeyMismatchOptions, keyMismatches } from './schema-keys.ts';
 import { documentation, readmeValuePaths } from './values-doc.ts';
 
 interface EnvVar {
@@ -416,6 +425,17 @@ describe.each(SCENARIOS)('chart with $name values', (scenario) => {
     );
   });
 
+  it('renders a PII config the pii-redactor accepts', () => {
+    const text = named(rendered(scenario.name), 'ConfigMap', `${FULLNAME}-pii-redactor`)?.data?.[
+      'pii.yaml'
+    ];
+    if (text === undefined) throw new Error('the pii-redactor ConfigMap has no pii.yaml');
+    const config = parsePiiConfig(parseYaml(text));
+    expect(config.defaultStrategy).toBe(
+      valueAt(scenario, 'piiRedactor.config.defaultStrategy') ?? 'redact',
+    );
+  });
+
   it('keeps every secret out of ConfigMaps and reads credentials from Secrets', () => {
     const manifests = rendered(scenario.name);
     const secretValues = ofKind(manifests, 'Secret').flatMap((s) =>
@@ -768,6 +788,43 @@ describe('values validation', () => {
     ['an unknown denyAs', ['--set', 'orchestrator.config.chain.denyAs=bogus'], /denyAs/],
     ['an unknown pull policy', ['--set', 'image.pullPolicy=Sometimes'], /pullPolicy/],
     ['a misspelt key', ['--set', 'orchestrator.replicsa=2'], /replicsa/],
+    ['replicaCount for replicas', ['--set', 'orchestrator.replicaCount=2'], /replicaCount/],
+    ['a misspelt enabled', ['--set', 'piiRedactor.enabeld=false'], /enabeld/],
+    [
+      'a misspelt orchestrator config key',
+      ['--set-json', 'orchestrator.config.intercepters=[]'],
+      /intercepters/,
+    ],
+    [
+      'interceptors in orchestrator.config (the chart writes them)',
+      ['--set-json', 'orchestrator.config.interceptors=[]'],
+      /config.*interceptors/,
+    ],
+    [
+      'a misspelt backend resilience key',
+      [
+        '--set-json',
+        'orchestrator.config.backends=[{"id":"a","url":"http://a/mcp","resilience":{"timeoutMS":5}}]',
+      ],
+      /timeoutMS/,
+    ],
+    ['a misspelt PII config key', ['--set-json', 'piiRedactor.config={"entites":{}}'], /entites/],
+    [
+      'a misspelt PII entity type',
+      ['--set', 'piiRedactor.config.entities.EMAIL_ADRESS.strategy=mask'],
+      /EMAIL_ADRESS/,
+    ],
+    [
+      'a misspelt PII guard key',
+      ['--set-json', 'piiRedactor.config.guard={"blok":["PRIVATE_KEY"]}'],
+      /blok/,
+    ],
+    ['a misspelt policy key', ['--set', 'policyValidator.policy.defualt=deny'], /defualt/],
+    [
+      'a misspelt policy rule key',
+      ['--set-json', 'policyValidator.policy.rules=[{"id":"a","efect":"deny"}]'],
+      /efect/,
+    ],
     [
       'a writable root filesystem',
       ['--set', 'containerSecurityContext.readOnlyRootFilesystem=false'],
@@ -839,6 +896,59 @@ describe('values validation', () => {
     },
   );
 
+  it('fails helm lint on a misspelt key', async () => {
+    const result = await runHelm([
+      'lint',
+      '--strict',
+      chartDir,
+      '--set',
+      'piiRedactor.enabeld=false',
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(`${result.stdout}${result.stderr}`).toMatch(/additional properties 'enabeld'/);
+  });
+
+  const schema = JSON.parse(
+    readFileSync(join(chartDir, 'values.schema.json'), 'utf8'),
+  ) as JsonSchema;
+  const at = (...keys: string[]) =>
+    keys.reduce<JsonSchema>((node, key) => {
+      const next = key === '[]' ? node.items : node.properties?.[key];
+      if (!next) throw new Error(`values.schema.json has no ${keys.join('.')}`);
+      return next;
+    }, schema);
+  it.each<Omit<KeyMismatchOptions, 'root'> & { values: string }>([
+    {
+      values: 'orchestrator.config',
+      node: at('orchestrator', 'config'),
+      service: OrchestratorConfigSchema,
+      // Written by the chart: the interceptor services, and the queue from audit.queue.
+      chartOwned: ['interceptors', 'audit.queue'],
+    },
+    { values: 'piiRedactor.config', node: at('piiRedactor', 'config'), service: PiiConfigSchema },
+    {
+      values: 'policyValidator.policy',
+      node: at('policyValidator', 'policy'),
+      service: PolicyDocumentSchema,
+    },
+    ...['piiRedactor', 'policyValidator', 'auditLogger'].map((component) => ({
+      values: `${component}.overrides`,
+      node: at(component, 'overrides'),
+      service: ServiceOverridesSchema,
+    })),
+    {
+      values: 'interceptors.extra[].overrides',
+      node: at('interceptors', 'extra', '[]', 'overrides'),
+      service: ServiceOverridesSchema,
+    },
+  ])('allows in $values exactly the keys its service allows', ({ node, service, chartOwned }) => {
+    expect(keyMismatches({ root: schema, node, service, chartOwned })).toEqual([]);
+  });
+
+  it('knows the entity types @fleet/pii knows (guard.block)', () => {
+    expect(schema.definitions?.piiEntityType?.enum).toEqual([...ENTITY_TYPES]);
+  });
+
   it('accepts valid overrides (the refusals are about the values, not the command)', async () => {
     const result = await runHelm([
       ...templateArgs(),
@@ -876,6 +986,45 @@ describe('NOTES.txt', () => {
 });
 
 describe('chart README', () => {
+  const readme = readFileSync(join(chartDir, 'README.md'), 'utf8');
+  const blocks = (lang: string) =>
+    [...readme.matchAll(new RegExp(`^\`\`\`${lang}\n([\\s\\S]*?)^\`\`\`$`, 'gm'))].map(
+      (m) => m[1] ?? '',
+    );
+
+  it.each(blocks('yaml').map((text, i) => [i + 1, text]))(
+    'has a yaml example (%i) the chart accepts as values',
+    async (_n, text) => {
+      const dir = mkdtempSync(join(tmpdir(), 'fleet-readme-values-'));
+      try {
+        const file = join(dir, 'values.yaml');
+        writeFileSync(file, text);
+        const result = await runHelm(['lint', '--strict', chartDir, '--values', file]);
+        expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it('has helm commands whose --set values the chart accepts', async () => {
+    const commands = blocks('sh')
+      .map((block) => block.replace(/\\\n\s*/g, ' '))
+      .flatMap((block) => block.split('\n'))
+      .filter((line) => /^helm (install|upgrade)\b/.test(line));
+    const sets = commands.map((line) => [...line.matchAll(/--set (\S+)/g)].map((m) => m[1] ?? ''));
+    expect(sets.flat().length, 'no --set in the README: nothing checked').toBeGreaterThan(0);
+    for (const assignments of sets) {
+      const result = await runHelm([
+        'lint',
+        '--strict',
+        chartDir,
+        ...assignments.flatMap((a) => ['--set', a]),
+      ]);
+      expect(result.code, `${assignments.join(' ')}\n${result.stdout}${result.stderr}`).toBe(0);
+    }
+  });
+
   it('documents every value of values.yaml, and nothing else, in its Values table', () => {
     const { documented, undocumented } = documentation(
       readFileSync(join(chartDir, 'values.yaml'), 'utf8'),
