@@ -76,11 +76,14 @@ describe('orchestrator process', () => {
     const headers = (result.structuredContent as { headers: Record<string, string> }).headers;
     expect(headers.traceparent?.split('-')[1]).toBe(traceId);
 
+    // The request's SERVER span ends last (after the answer) and may be exported in a later
+    // batch than the stage spans: wait for it by name, not just for both services.
     await receiver.waitFor((spans) => {
-      const services = new Set(
-        spans.filter((s) => s.traceId === traceId).map((s) => s.serviceName),
+      const ofTrace = spans.filter((s) => s.traceId === traceId);
+      return (
+        ofTrace.some((s) => s.serviceName === 'probe') &&
+        ofTrace.some((s) => s.serviceName === 'orchestrator' && s.name === 'tools/call get_headers')
       );
-      return services.has('orchestrator') && services.has('probe');
     }, 15_000);
     const spans = receiver.spans().filter((s) => s.traceId === traceId);
     const root = spans.find(
