@@ -51,10 +51,10 @@ export {
   NEVER_INTERCEPTED_METHODS,
   patternCovers,
 } from './events.ts';
+export { allowedKeysAt, editDistance, unknownKeyMessage, withKeyHints } from './keys.ts';
 export type { SignalSource } from './lazy-abort.ts';
 export { LazyAbortController, signalOf } from './lazy-abort.ts';
 export { isReservedMetaKey, MCP_META_PREFIX, McpMetaKey, withoutReservedMeta } from './meta.ts';
-export { allowedKeysAt, editDistance, unknownKeyMessage, withKeyHints } from './keys.ts';
 export { merged } from './objects.ts';
 export type { InterceptorOverrides, ResolvedInterceptor, ServiceOverrides } from './overrides.ts';
 export {

@@ -21,6 +21,7 @@ const Schema = z
       ])
       .default({ mode: 'none' }),
     env: z.record(z.string(), z.strictObject({ value: z.string() })).default({}),
+    levels: z.partialRecord(z.enum(['low', 'high']), z.number()).optional(),
   })
   .superRefine(() => {});
 
@@ -32,7 +33,8 @@ describe('unknown configuration keys', () => {
   });
 
   it('finds the keys allowed at a path through wrappers, arrays, unions and records', () => {
-    expect(allowedKeysAt(Schema, [])).toEqual(['chain', 'backends', 'auth', 'env']);
+    expect(allowedKeysAt(Schema, [])).toEqual(['chain', 'backends', 'auth', 'env', 'levels']);
+    expect(allowedKeysAt(Schema, ['levels'])).toEqual(['low', 'high']);
     expect(allowedKeysAt(Schema, ['chain'])).toEqual(['timeoutMs', 'denyAs']);
     expect(allowedKeysAt(Schema, ['backends', 3])).toEqual(['id', 'prefix']);
     expect(allowedKeysAt(Schema, ['auth'])).toEqual(['mode', 'issuer']);
@@ -64,7 +66,7 @@ describe('unknown configuration keys', () => {
       expect.arrayContaining([
         {
           path: 'intercepters',
-          message: 'unknown key "intercepters"; allowed: chain, backends, auth, env',
+          message: 'unknown key "intercepters"; allowed: chain, backends, auth, env, levels',
         },
         { path: 'chain.timeoutMS', message: expect.stringContaining('did you mean "timeoutMs"') },
         { path: 'chain.extra', message: 'unknown key "extra"; allowed: timeoutMs, denyAs' },

@@ -40,6 +40,8 @@ interface Def {
   in?: z.ZodType;
   options?: readonly z.ZodType[];
   valueType?: z.ZodType;
+  keyType?: z.ZodType;
+  entries?: Record<string, string | number>;
 }
 const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
@@ -51,6 +53,16 @@ function objectsOf(schema: z.ZodType): Array<Record<string, z.ZodType>> {
   if (inner) return objectsOf(inner);
   if (def.type === 'union' && def.options) return def.options.flatMap(objectsOf);
   return [];
+}
+
+/** The keys of a record keyed by an enum (`z.record(z.enum([...]), …)`), else none. */
+function keysOfRecord(schema: z.ZodType): string[] {
+  let def = defOf(schema);
+  while (def.type !== 'record' && (def.innerType ?? def.in))
+    def = defOf((def.innerType ?? def.in) as z.ZodType);
+  if (def.type !== 'record' || !def.keyType) return [];
+  const key = defOf(def.keyType);
+  return key.type === 'enum' && key.entries ? Object.values(key.entries).map(String) : [];
 }
 
 /** The keys an object at `path` of a document parsed by `schema` may have. */
@@ -79,7 +91,9 @@ export function allowedKeysAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey
     }
     level = next;
   }
-  return [...new Set(level.flatMap(objectsOf).flatMap((shape) => Object.keys(shape)))];
+  return [
+    ...new Set(level.flatMap((s) => [...keysOfRecord(s), ...objectsOf(s).flatMap(Object.keys)])),
+  ];
 }
 
 /**

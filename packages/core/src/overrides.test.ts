@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   FleetError,
+  PriorityHintSchema,
   parseInterceptorInfo,
   parseServiceOverrides,
   resolveInterceptor,
@@ -106,5 +107,26 @@ describe('overrides', () => {
 
   it('refuses unknown override keys', () => {
     expect(() => parseServiceOverrides({ x: { colour: 'red' } })).toThrow(WireParseError);
+  });
+
+  it.each([
+    [
+      'a hook',
+      { x: { hooks: [{ events: ['tools/call'], phase: 'request', phsae: 'x' }] } },
+      'x.hooks[0]',
+    ],
+    ['a priority hint', { x: { priorityHint: { request: 1, respones: 2 } } }, 'x.priorityHint'],
+  ])('refuses unknown keys inside %s', (_what, overrides, path) => {
+    try {
+      parseServiceOverrides(overrides);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(WireParseError);
+      expect((error as WireParseError).issues.map((i) => i.path).join(' ')).toContain(path);
+    }
+  });
+
+  it('still reads a service descriptor liberally (extra keys in its priority hint)', () => {
+    expect(PriorityHintSchema.parse({ request: 1, future: true })).toEqual({ request: 1 });
   });
 });

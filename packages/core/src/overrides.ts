@@ -15,17 +15,24 @@ import {
   parseWire,
 } from './wire.ts';
 
-const OverrideHookSchema = z.object({
+// Overrides are the operator's own configuration (config file, admin API): strict, so a
+// misspelt key is refused rather than ignored. What services declare (wire.ts) stays liberal.
+const OverrideHookSchema = z.strictObject({
   events: z.array(EventPatternSchema),
   phase: z.union([PhaseSchema, z.literal('both')]),
 });
+
+const OverridePriorityHintSchema = z.union([
+  PriorityHintSchema.options[0],
+  z.strictObject(PriorityHintSchema.options[1].shape),
+]);
 
 /** What an operator may change about one interceptor. */
 export const InterceptorOverridesSchema = z
   .object({
     mode: z.preprocess((v) => (v === 'enforce' ? 'active' : v), InterceptorModeSchema).optional(),
     failOpen: z.boolean().optional(),
-    priorityHint: PriorityHintSchema.optional(),
+    priorityHint: OverridePriorityHintSchema.optional(),
     timeoutMs: z.number().int().positive().optional(),
     hooks: z
       .array(OverrideHookSchema)
