@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type AdminClient, createAdminClient } from './admin-client.ts';
 import { type FleetState, liveFleetState } from './fleet/local-fleet.ts';
+import { FLEET_BIN, fleetCommandLine } from './hints.ts';
 import { parseBaseUrl } from './http-url.ts';
 import type { CliIO, GlobalOptions } from './types.ts';
 
@@ -42,6 +43,11 @@ export interface CommandContext {
   admin(command: Command): AdminClient;
   /** Print `value` as indented JSON with `--json`, else the text `human()` returns. */
   print(command: Command, value: unknown, human: () => string): void;
+  /**
+   * `fleet <words>` as a hint that works as printed: the CLI as the user launched it
+   * (`pnpm fleet`, ...), and the `--state-dir` they gave `command` unless it is the default.
+   */
+  hint(command: Command, words: string): string;
 }
 
 /** The orchestrator URL the environment asks for (`FLEET_ORCHESTRATOR_URL`), if any. */
@@ -100,6 +106,15 @@ export function createCommandContext(io: CliIO): CommandContext {
     print(command, value, human) {
       const json = command.optsWithGlobals<{ json?: boolean }>().json === true;
       io.stdout(json ? `${JSON.stringify(value, null, 2)}\n` : human());
+    },
+    hint(command, words) {
+      const given =
+        command.getOptionValueSource('stateDir') === 'cli'
+          ? command.opts<{ stateDir?: string }>().stateDir
+          : undefined;
+      const named =
+        given !== undefined && resolve(io.cwd, given) !== resolve(io.cwd, DEFAULT_STATE_DIR);
+      return fleetCommandLine(io.launcher ?? FLEET_BIN, words, named ? given : undefined);
     },
   };
 }

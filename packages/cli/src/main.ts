@@ -3,10 +3,24 @@
  * The `fleet` executable: the only place that touches the real process (arguments,
  * environment, standard streams, exit code).
  */
+import { launchCommand } from './hints.ts';
 import { runProgram } from './program.ts';
 
 /** A second signal sooner than this after the first is the same interrupt delivered twice. */
 const SAME_INTERRUPT_MS = 500;
+
+/**
+ * Resolves once what was written to `stream` before has left the process (or cannot: the
+ * reader is gone). Writes to a pipe are asynchronous: what the pipe's buffer (64 KiB) does
+ * not take at once waits in the process, and `process.exit()` would drop it.
+ */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    stream.once('error', () => resolve());
+    // Callbacks run in write order: this one after every earlier write has been handed over.
+    stream.write('', () => resolve());
+  });
+}
 
 process.exitCode = await runProgram(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
@@ -14,6 +28,7 @@ process.exitCode = await runProgram(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   fetch: globalThis.fetch,
+  launcher: launchCommand({ env: process.env, script: process.argv[1], cwd: process.cwd() }),
   untilInterrupted: () =>
     new Promise((resolve) => {
       let firstAt: number | undefined;
@@ -36,5 +51,7 @@ process.exitCode = await runProgram(process.argv.slice(2), {
       process.on('SIGTERM', onSignal);
     }),
 });
-// Children and sockets may linger after a command such as `fleet demo`; the exit code is final.
+// Children and sockets may linger after a command such as `fleet demo`; the exit code is final,
+// but the output must reach a pipe (`fleet audit query --json | jq`) in full first.
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 process.exit(process.exitCode);

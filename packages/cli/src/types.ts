@@ -16,6 +16,11 @@ export interface CliIO {
   /** HTTP client for the admin API: the global fetch, or an undici fetch with its own dispatcher. */
   fetch: typeof fetch;
   /**
+   * How the user runs this CLI, as printed hints start: `pnpm fleet` from the workspace,
+   * `node packages/cli/dist/main.js`, ... (see `launchCommand`). Default `fleet`, the bin.
+   */
+  launcher?: string;
+  /**
    * Resolves with the signal's name when the user interrupts (Ctrl-C) or the process is
    * asked to stop; long-running commands (`fleet up`) call it once, as soon as they start
    * something that must be stopped cleanly, and wait on it. From that call on the first

@@ -73,6 +73,27 @@ async function registerService(extra: readonly string[] = []): Promise<string> {
   return id;
 }
 
+/** The columns of the register table: one per overridable setting. */
+const REGISTER_HEADERS = ['NAME', 'TYPE', 'MODE', 'PRIORITY', 'FAIL-OPEN', 'TIMEOUT', 'HOOKS'];
+
+/**
+ * A state directory (removed after the test) whose fleet.json, as a running `fleet up` leaves
+ * it, names the test orchestrator and its admin token.
+ */
+async function liveStateDir(prefix = 'fleet-state-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, 'fleet.json'),
+    JSON.stringify({
+      urls: { orchestrator: orchestrator.url },
+      adminToken: orchestrator.adminToken,
+      pid: process.pid,
+    }),
+  );
+  return dir;
+}
+
 function lines(text: string): string[] {
   return text.split('\n').filter((line) => line !== '');
 }
@@ -86,12 +107,14 @@ describe('fleet register', () => {
     const id = /^registered (\S+) \((.+)\)$/.exec(heading ?? '');
     expect(id?.[2]).toBe(serviceUrl);
     defer(() => admin(['unregister', id?.[1] ?? '']));
-    expect(header?.split(/\s{2,}/)).toEqual(['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS']);
+    expect(header?.split(/\s{2,}/)).toEqual(REGISTER_HEADERS);
     expect(rows[0]?.split(/\s{2,}/)).toEqual([
       'cli-guard',
       'validation',
       'active',
       '0',
+      'no',
+      '-',
       'tools/call (request)',
     ]);
     expect(rows[1]?.split(/\s{2,}/)).toEqual([
@@ -99,7 +122,13 @@ describe('fleet register', () => {
       'mutation',
       'active',
       'req 0 / res 7',
+      'no',
+      '-',
       'tools/* (response)',
+    ]);
+    // Nothing is overridden, so nothing is marked and there is no legend.
+    expect(rows.slice(2)).toEqual([
+      'see where it runs: fleet chain --event tools/call --phase request',
     ]);
     // Columns line up: every cell of the second column starts where its header does.
     const column = header?.indexOf('TYPE');
@@ -116,7 +145,7 @@ describe('fleet register', () => {
     expect(heading).toBe(
       `updated ${id} (${serviceUrl}): its registration was replaced (token none, overrides cli-tagger: mode=audit)`,
     );
-    expect(header?.split(/\s{2,}/)).toEqual(['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS']);
+    expect(header?.split(/\s{2,}/)).toEqual(REGISTER_HEADERS);
     expect(guard?.split(/\s{2,}/).slice(0, 3)).toEqual(['cli-guard', 'validation', 'active']);
     expect(tagger?.split(/\s{2,}/).slice(0, 3)).toEqual(['cli-tagger', 'mutation', 'audit*']);
     expect(note).toBe('* set by --override');
@@ -130,6 +159,38 @@ describe('fleet register', () => {
     // The services table shows them too.
     expect((await admin(['services'])).stdout).toContain(
       'cli-guard (validation), cli-tagger (mutation; mode=audit)',
+    );
+  });
+
+  it('shows failOpen and timeoutMs overrides in their own columns, marked as the legend says', async () => {
+    const run = await admin([
+      'register',
+      serviceUrl,
+      '--override',
+      'cli-guard.failOpen=true',
+      '--override',
+      'cli-tagger.timeoutMs=250',
+    ]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const [heading, header, guard, tagger, legend] = lines(run.stdout);
+    defer(() => admin(['unregister', /^registered (\S+)/.exec(heading ?? '')?.[1] ?? '']));
+    expect(header?.split(/\s{2,}/)).toEqual(REGISTER_HEADERS);
+    expect(guard?.split(/\s{2,}/).slice(4, 6)).toEqual(['yes*', '-']);
+    expect(tagger?.split(/\s{2,}/).slice(4, 6)).toEqual(['no', '250 ms*']);
+    expect(legend).toBe('* set by --override');
+  });
+
+  it('names the --state-dir it was given in its hint, so that the hint finds the same fleet', async () => {
+    const dir = await liveStateDir('fleet state ');
+    const run = await fleet(['register', serviceUrl, '--state-dir', dir]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    defer(() =>
+      fleet(['unregister', /^registered (\S+)/.exec(run.stdout)?.[1] ?? '', '--state-dir', dir]),
+    );
+    expect(lines(run.stdout).at(-1)).toBe(
+      `see where it runs: fleet chain --event tools/call --phase request --state-dir '${dir}'`,
     );
   });
 
@@ -359,16 +420,7 @@ describe('finding the orchestrator', () => {
   });
 
   it('uses the running fleet of --state-dir (orchestrator and admin token) when nothing else names one', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'fleet-state-'));
-    defer(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(
-      join(dir, 'fleet.json'),
-      JSON.stringify({
-        urls: { orchestrator: orchestrator.url },
-        adminToken: orchestrator.adminToken,
-        pid: process.pid,
-      }),
-    );
+    const dir = await liveStateDir();
     for (const argv of [
       ['services', '--state-dir', dir],
       ['chain', '--state-dir', dir],

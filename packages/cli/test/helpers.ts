@@ -50,6 +50,16 @@ export async function fleet(
   return { code, stdout, stderr };
 }
 
+/** A directory that looks like the root of a fleet workspace to the scaffold; removed after the test. */
+export async function tempWorkspace(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'fleet-scaffold-'));
+  defer(() => rm(root, { recursive: true, force: true }));
+  await writeFile(join(root, 'pnpm-workspace.yaml'), 'packages:\n  - services/*\n');
+  await writeFile(join(root, 'tsconfig.build.base.json'), '{}\n');
+  await writeFile(join(root, 'vitest.shared.ts'), '');
+  return root;
+}
+
 /** A RESP reply: status and bulk strings, integers, arrays; errors reject. */
 export type RespValue = string | number | null | RespValue[];
 

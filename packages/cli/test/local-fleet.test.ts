@@ -8,6 +8,7 @@ import { freePort } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import { describeFleet } from '../src/commands/up.ts';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
+import { fleetCommandLine } from '../src/hints.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
 import { defer, fleet } from './helpers.ts';
 
@@ -48,10 +49,13 @@ describe('local fleet start-up checks', () => {
     expect((error as CliError).exitCode).toBe(1);
   });
 
-  it('fleet up reports the missing Redis and exits 1', async () => {
+  it('fleet up reports the missing Redis and exits 1, before any word of starting', async () => {
     let stderr = '';
+    let stdout = '';
     const code = await runProgram(['up', '--state-dir', mkdtempSync(join(tmpdir(), 'fleet-'))], {
-      stdout: () => undefined,
+      stdout: (t) => {
+        stdout += t;
+      },
       stderr: (t) => {
         stderr += t;
       },
@@ -61,6 +65,7 @@ describe('local fleet start-up checks', () => {
     });
     expect(code).toBe(1);
     expect(stderr).toContain('Redis is not reachable');
+    expect(stdout).toBe('');
   });
 
   it.each(['eighty', '', ' ', '-1', '65536', '8080.5'])(
@@ -77,6 +82,7 @@ describe('local fleet start-up checks', () => {
     const run = await fleet(['up', '--config', 'nope.yaml', '--state-dir', dir], { cwd: dir });
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(`error: the config ${join(dir, 'nope.yaml')} does not exist\n`);
+    expect(run.stdout).toBe('');
   });
 
   it('names a port in use before starting anything (exit 1)', async () => {
@@ -88,6 +94,8 @@ describe('local fleet start-up checks', () => {
     const run = await fleet(['up', '--port', String(port), '--state-dir', dir]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`port ${port} is in use`);
+    // The refusal comes before any word of starting.
+    expect(run.stdout).toBe('');
   });
 });
 
@@ -129,22 +137,25 @@ describe('fleet demo', () => {
 describe('the endpoints fleet up prints', () => {
   const fleetUrls = {
     mcpUrl: 'http://127.0.0.1:4000/mcp',
-    adminUrl: 'http://127.0.0.1:4000/admin',
+    adminUrl: 'http://127.0.0.1:4001/admin',
     viewerUrl: 'http://127.0.0.1:4001/',
     stateDir: '/tmp/s',
   };
 
-  it('name the state directory in the hints when it is not the default', () => {
-    const text = describeFleet(fleetUrls, '/tmp/my fleet');
-    expect(text).toContain('fleet demo --state-dir "/tmp/my fleet"');
-    expect(text).toContain('fleet chain --event tools/call --state-dir "/tmp/my fleet"');
-    expect(text).toContain('fleet audit query --since 10m --state-dir "/tmp/my fleet"');
+  it('give the hints as the CLI was launched, with the state directory when it is not the default', () => {
+    const text = describeFleet(fleetUrls, (words) =>
+      fleetCommandLine('pnpm fleet', words, '/tmp/my fleet'),
+    );
+    expect(text).toContain("  pnpm fleet demo --state-dir '/tmp/my fleet'");
+    expect(text).toContain("  pnpm fleet chain --event tools/call --state-dir '/tmp/my fleet'");
+    expect(text).toContain("  pnpm fleet audit query --since 10m --state-dir '/tmp/my fleet'");
+    expect(text).not.toMatch(/^ {2}fleet /m);
   });
 
   it('leave it out for the default, which the commands read anyway', () => {
-    const text = describeFleet(fleetUrls);
+    const text = describeFleet(fleetUrls, (words) => fleetCommandLine('fleet', words));
     expect(text).not.toContain('--state-dir');
-    expect(text).toMatch(/ {2}fleet demo +# a guided tour against this fleet/);
+    expect(text).toMatch(/^ {2}fleet demo +# a guided tour against this fleet$/m);
   });
 });
 

@@ -18,6 +18,7 @@ import {
   runChild,
   startOrchestrator,
   type TestOrchestrator,
+  tempWorkspace,
 } from './helpers.ts';
 
 const GENERATED_FILES = [
@@ -32,16 +33,6 @@ const GENERATED_FILES = [
 ];
 
 const readJson = async (path: string) => JSON.parse(await readFile(path, 'utf8'));
-
-/** A directory that looks like the root of a fleet workspace to the scaffold. */
-async function tempWorkspace(): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), 'fleet-scaffold-'));
-  defer(() => rm(root, { recursive: true, force: true }));
-  await writeFile(join(root, 'pnpm-workspace.yaml'), 'packages:\n  - services/*\n');
-  await writeFile(join(root, 'tsconfig.build.base.json'), '{}\n');
-  await writeFile(join(root, 'vitest.shared.ts'), '');
-  return root;
-}
 
 describe('fleet new interceptor, in a temp workspace', () => {
   it('generates a validation service with the name substituted everywhere', async () => {
@@ -112,6 +103,21 @@ describe('fleet new interceptor, in a temp workspace', () => {
         '  fleet chain',
       ].join('\n'),
     );
+  });
+
+  it('names the --state-dir it was given in its fleet hints, and leaves out the default', async () => {
+    const named = await fleet(['new', 'interceptor', 'word-guard', '--state-dir', 'my fleet'], {
+      cwd: await tempWorkspace(),
+    });
+    expect(named.code).toBe(0);
+    expect(named.stdout).toContain(
+      "\n  fleet register http://127.0.0.1:8090/mcp --state-dir 'my fleet'\n  fleet chain --state-dir 'my fleet'\n",
+    );
+    const plain = await fleet(['new', 'interceptor', 'word-guard', '--state-dir', '.fleet'], {
+      cwd: await tempWorkspace(),
+    });
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('\n  fleet register http://127.0.0.1:8090/mcp\n  fleet chain\n');
   });
 
   it('generates a mutation service with --type mutation, and reports it as JSON', async () => {

@@ -16,6 +16,13 @@ import { type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
 /** The SDK client prefixes error messages with "MCP error <code>: "; the demo shows the code itself. */
 const withoutSdkPrefix = (message: string) => message.replace(/^MCP error -?\d+: /, '');
 
+/** How long step 5 waits, for all calls together, for their audit records to arrive. */
+const AUDIT_WAIT_MS = 10_000;
+
+/** Whether `records` hold the chain record that ends a call (its response, or its denial). */
+const callRecorded = (records: readonly AuditRecordView[]) =>
+  records.some((r) => r.kind === 'chain' && (r.phase === 'response' || r.decision !== 'allowed'));
+
 function textOf(result: unknown): string {
   const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
   return content.map((c) => c.text ?? '').join(' ');
@@ -78,10 +85,11 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         if (await auditApi.check()) auditApi = undefined;
       }
       const client = new Client({ name: 'fleet-demo', version: '0.1.0' });
-      const traces: Array<{ step: string; traceId: string }> = [];
-      const call = async (step: string, name: string, args: Record<string, unknown>) => {
+      // Each call by its tool's name, the label step 5 shows its audit trail under.
+      const traces: Array<{ tool: string; traceId: string }> = [];
+      const call = async (name: string, args: Record<string, unknown>) => {
         const traceId = randomBytes(16).toString('hex');
-        traces.push({ step, traceId });
+        traces.push({ tool: name, traceId });
         try {
           return {
             result: await client.callTool({
@@ -103,7 +111,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         out(
           `   The CRM backend answers: Customer 42: ${ada?.name}, email ${ada?.email}, phone ${ada?.phone}, card ${ada?.card}, IBAN ${ada?.iban}`,
         );
-        const lookup = await call('lookup_customer', 'lookup_customer', { id: '42' });
+        const lookup = await call('lookup_customer', { id: '42' });
         if (lookup.error)
           throw new CliError(
             'FLEET_UNAVAILABLE',
@@ -116,7 +124,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         out('\n2. The client sends a token back to a tool');
         if (token) {
           out(`   send_email(to: "${token}")`);
-          const sent = await call('send_email', 'send_email', {
+          const sent = await call('send_email', {
             to: token,
             subject: 'Your invoice',
           });
@@ -127,7 +135,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         } else out('   (no e-mail token in the answer: is PII_CONFIG tokenizing EMAIL_ADDRESS?)');
 
         out('\n3. A policy denial');
-        const denied = await call('delete_record', 'delete_record', { id: '42' });
+        const denied = await call('delete_record', { id: '42' });
         if (denied.error) {
           out(
             `   delete_record(id: "42") → JSON-RPC error ${denied.error.code}: ${withoutSdkPrefix(denied.error.message)}`,
@@ -135,7 +143,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         } else out(`   delete_record was allowed: ${textOf(denied.result)}`);
 
         out('\n4. A secret in tool arguments');
-        const secret = await call('secret', 'get_weather', {
+        const secret = await call('get_weather', {
           city: 'Paris',
           apiKey: `AKIA${'IOSFODNN7EXAMPLE'}`,
         });
@@ -147,21 +155,22 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         if (!auditApi)
           out(`   (no audit API answers at ${context.auditUrl(command)}: pass --audit <url>)`);
         else {
-          for (const { step, traceId } of traces) {
-            let records: AuditRecordView[] = [];
-            const deadline = Date.now() + 8000;
-            while (Date.now() < deadline) {
-              records = (await auditApi.trace(traceId)).records;
-              if (
-                records.some(
-                  (r) => r.kind === 'chain' && (r.phase === 'response' || r.decision !== 'allowed'),
-                )
-              )
-                break;
+          // Records arrive asynchronously (queue, then worker): one wait for all the calls.
+          const deadline = Date.now() + AUDIT_WAIT_MS;
+          let missing = 0;
+          for (const { tool, traceId } of traces) {
+            let records = (await auditApi.trace(traceId)).records;
+            while (!callRecorded(records) && Date.now() < deadline) {
               await new Promise((r) => setTimeout(r, 250));
+              records = (await auditApi.trace(traceId)).records;
             }
-            out(`   ${step}  trace ${traceId}`);
-            for (const r of records.filter((x) => x.kind === 'chain')) {
+            const chain = records.filter((x) => x.kind === 'chain');
+            out(`   ${tool}  trace ${traceId}`);
+            if (chain.length === 0) {
+              missing++;
+              out(`     no audit records (none arrived within ${AUDIT_WAIT_MS / 1000} s)`);
+            }
+            for (const r of chain) {
               const parts = r.interceptors
                 .map((i) => `${i.name}:${i.outcome} ${i.durationMs.toFixed(1)}ms`)
                 .join(', ');
@@ -171,6 +180,15 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
               );
             }
             out(`     ${auditApi.baseUrl}/?traceId=${traceId}`);
+          }
+          if (missing > 0) {
+            const which =
+              missing === traces.length ? 'any of these calls' : `${missing} of these calls`;
+            const queue = fleet ? ` (${fleet.auditQueue})` : '';
+            out(`\n   No audit records of ${which} reached ${auditApi.baseUrl}.`);
+            out(
+              `   They travel through the fleet's audit queue${queue} to its audit worker: is the worker running? Does another fleet on the same Redis read that queue (AUDIT_QUEUE)? Is this audit API the one of the fleet at ${mcpUrl}?`,
+            );
           }
         }
         out('');

@@ -1,7 +1,7 @@
 /** `fleet new interceptor <name>`: scaffold an interceptor service in the workspace. */
 import { relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { scaffoldInterceptor } from '../scaffold.ts';
 import type { InterceptorKind } from '../types.ts';
 
@@ -18,6 +18,9 @@ export function addNewCommand(program: Command, context: CommandContext): Comman
         .default('validation'),
     )
     .option('--dir <dir>', 'the services directory of the workspace', 'services')
+    .addOption(
+      stateDirOption('state directory of the running fleet the printed next steps register with'),
+    )
     .action(
       async (name: string, options: { type: InterceptorKind; dir: string }, command: Command) => {
         const { io } = context;
@@ -39,8 +42,8 @@ export function addNewCommand(program: Command, context: CommandContext): Comman
             `  pnpm --filter ${result.packageName} test`,
             `  pnpm --filter ${result.packageName}... build`,
             `  PORT=8090 node ${fromRoot}/dist/main.js`,
-            '  fleet register http://127.0.0.1:8090/mcp',
-            '  fleet chain',
+            `  ${context.hint(command, 'register http://127.0.0.1:8090/mcp')}`,
+            `  ${context.hint(command, 'chain')}`,
             `the whole path is in ${fromRoot}/README.md`,
             '',
           ].join('\n'),

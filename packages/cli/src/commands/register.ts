@@ -11,12 +11,17 @@ function collectOverride(text: string, previous: OverrideAssignment[]): Override
   return [...previous, parseOverrideAssignment(text)];
 }
 
+/** The register table's columns: one per overridable setting, so every override has a cell. */
+const HEADERS = ['NAME', 'TYPE', 'MODE', 'PRIORITY', 'FAIL-OPEN', 'TIMEOUT', 'HOOKS'];
+
 /**
  * One table row: the interceptor as it runs with `overrides` applied (an overridden cell ends
- * in `*`), since a registration's overrides win over what the service declares.
+ * in `*`), since a registration's overrides win over what the service declares. A timeout
+ * no override sets is the chain's (`-`, as `fleet chain` shows it).
  */
 function effectiveRow(info: AdminInterceptorInfo, overrides: Record<string, unknown>): string[] {
   const mark = (key: string, shown: string) => (key in overrides ? `${shown}*` : shown);
+  const timeoutMs = overrides.timeoutMs;
   return [
     info.name,
     info.type,
@@ -27,6 +32,8 @@ function effectiveRow(info: AdminInterceptorInfo, overrides: Record<string, unkn
         (overrides.priorityHint as AdminInterceptorInfo['priorityHint']) ?? info.priorityHint,
       ),
     ),
+    mark('failOpen', (overrides.failOpen ?? info.failOpen) === true ? 'yes' : 'no'),
+    mark('timeoutMs', timeoutMs === undefined ? '-' : `${String(timeoutMs)} ms`),
     mark(
       'hooks',
       formatHooks((overrides.hooks as AdminInterceptorInfo['hooks'] | undefined) ?? info.hooks),
@@ -83,11 +90,15 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
               : `updated ${named}: its registration was replaced (token ${tokenSet ? 'set' : 'none'}, overrides ${overridden || 'none'})\n`;
           const applied = fromConfig ? {} : sent;
           const table = formatTable(
-            ['NAME', 'TYPE', 'MODE', 'PRIORITY', 'HOOKS'],
+            HEADERS,
             service.interceptors.map((i) => effectiveRow(i, applied[i.name] ?? {})),
           );
+          // Every overridable setting has a column; the legend stands under a marked cell only.
+          const marked = service.interceptors.some(
+            (i) => Object.keys(applied[i.name] ?? {}).length > 0,
+          );
           const notes = [
-            ...(Object.keys(applied).length > 0 ? ['* set by --override'] : []),
+            ...(marked ? ['* set by --override'] : []),
             ...(fromConfig
               ? [
                   "as the service declares them; the config's overrides apply on top (fleet chain shows what runs)",
@@ -96,7 +107,10 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
           ].map((line) => `${line}\n`);
           const hook = service.interceptors[0]?.hooks[0];
           const event = hook?.events.find((e) => !e.includes('*')) ?? 'tools/call';
-          const hint = `fleet chain --event ${event} --phase ${hook?.phase ?? 'request'}`;
+          const hint = context.hint(
+            command,
+            `chain --event ${event} --phase ${hook?.phase ?? 'request'}`,
+          );
           return `${heading}${table}${notes.join('')}see where it runs: ${hint}\n`;
         });
       },

@@ -3,7 +3,8 @@
  * runs, for desktop clients that spawn their MCP servers (Claude Desktop and the like). It
  * runs the orchestrator's stdio mode (`main.js --stdio`) with the configuration and the
  * interceptor token `fleet up` left in its state directory, so the session shares that
- * fleet's interceptor services, runtime registrations and audit trail. Several sessions may
+ * fleet's interceptor services, runtime registrations and audit trail (its records go to the
+ * fleet's audit queue, which fleet.json names). Several sessions may
  * run at once (a desktop client per user, say): each gets an audit journal of its own.
  *
  * stdout is the MCP channel: nothing but the orchestrator writes to it.
@@ -74,6 +75,8 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       for (const [key, value] of Object.entries(io.env)) if (value !== undefined) env[key] = value;
       env.FLEET_CONFIG = configPath;
       if (!env.FLEET_TOKEN && state?.fleetToken) env.FLEET_TOKEN = state.fleetToken;
+      // The fleet's own queue, where its audit worker reads (an explicit AUDIT_QUEUE wins).
+      if (!env.AUDIT_QUEUE && state?.auditQueue) env.AUDIT_QUEUE = state.auditQueue;
       env.AUDIT_JOURNAL ||= freeJournal(stateDir);
       const child = spawn(process.execPath, [...nodeArgs('orchestrator'), '--stdio'], {
         cwd: io.cwd,

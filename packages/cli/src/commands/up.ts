@@ -6,25 +6,29 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
+import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { assertNoLiveFleet, type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
+import { checkFleetCanStart, type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
 
 /**
- * The endpoint summary `fleet up` prints once the fleet is ready. `stateDirArg` is the
- * `--state-dir` as given when it is not the default: the hints must name it, since the other
- * commands find this fleet (whatever its ports) through that directory's fleet.json.
+ * The endpoint summary `fleet up` prints once the fleet is ready. `hint` writes a `fleet …`
+ * command line that works as printed (the CLI as launched; `--state-dir` when it is not the
+ * default, since the other commands find this fleet, whatever its ports, through it).
  */
 export function describeFleet(
   fleet: { mcpUrl: string; adminUrl: string; viewerUrl: string; stateDir: string },
-  stateDirArg?: string,
+  hint: (words: string) => string,
 ): string {
-  const state =
-    stateDirArg === undefined
-      ? ''
-      : ` --state-dir ${/[\s"'$]/.test(stateDirArg) ? JSON.stringify(stateDirArg) : stateDirArg}`;
-  const hint = (command: string, comment: string) =>
-    `  ${`${command}${state}`.padEnd(40)}  # ${comment}`;
+  const tries: Array<[string, string]> = [
+    [hint('demo'), 'a guided tour against this fleet'],
+    [hint('chain --event tools/call'), 'what runs on a tool call'],
+    [hint('audit query --since 10m'), 'what happened'],
+  ];
+  // Comments line up, however long the state directory makes the command lines.
+  const width = Math.max(40, ...tries.map(([line]) => line.length));
+  const [demo = '', chain = '', audit = ''] = tries.map(
+    ([line, comment]) => `  ${line.padEnd(width)}  # ${comment}`,
+  );
   return [
     '',
     'The fleet is up.',
@@ -34,10 +38,10 @@ export function describeFleet(
     `  Admin API                                ${fleet.adminUrl}`,
     '',
     'Try it:',
-    hint('fleet demo', 'a guided tour against this fleet'),
+    demo,
     `  npx @modelcontextprotocol/inspector --cli ${fleet.mcpUrl} --method tools/list`,
-    hint('fleet chain --event tools/call', 'what runs on a tool call'),
-    hint('fleet audit query --since 10m', 'what happened'),
+    chain,
+    audit,
     '',
     `Logs: ${fleet.stateDir}/logs/<service>.log   Stop: Ctrl-C`,
     '',
@@ -67,8 +71,9 @@ export function addUpCommand(program: Command, context: CommandContext): Command
           if (!json) io.stdout(text);
         };
         const stateDir = resolve(io.cwd, options.stateDir);
+        const configPath = options.config ? resolve(io.cwd, options.config) : undefined;
         // Before the first line of progress (startLocalFleet checks again).
-        assertNoLiveFleet(stateDir);
+        await checkFleetCanStart({ env: io.env, stateDir, configPath, port });
         say('Starting the fleet...\n');
         // Listen from now on: Ctrl-C while the fleet starts stops what has started.
         const interrupted = io.untilInterrupted?.();
@@ -79,7 +84,7 @@ export function addUpCommand(program: Command, context: CommandContext): Command
           signal: startup.signal,
           env: io.env,
           stateDir,
-          ...(options.config ? { configPath: resolve(io.cwd, options.config) } : {}),
+          ...(configPath ? { configPath } : {}),
           events: {
             starting: (service: FleetService) => say(`  … ${service}\n`),
             ready: (service, url, ms) =>
@@ -92,17 +97,9 @@ export function addUpCommand(program: Command, context: CommandContext): Command
         });
         if (json)
           io.stdout(
-            `${JSON.stringify({ mcpUrl: fleet.mcpUrl, adminUrl: fleet.adminUrl, viewerUrl: fleet.viewerUrl, urls: fleet.urls })}\n`,
+            `${JSON.stringify({ mcpUrl: fleet.mcpUrl, adminUrl: fleet.adminUrl, viewerUrl: fleet.viewerUrl, urls: fleet.urls, auditQueue: fleet.auditQueue })}\n`,
           );
-        else
-          io.stdout(
-            describeFleet(
-              fleet,
-              resolve(io.cwd, options.stateDir) === resolve(io.cwd, DEFAULT_STATE_DIR)
-                ? undefined
-                : options.stateDir,
-            ),
-          );
+        else io.stdout(describeFleet(fleet, (words) => context.hint(command, words)));
         const signal = interrupted ? await interrupted : 'no interrupt handler';
         say(`\n${signal}: stopping the fleet...\n`);
         await fleet.stop();

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { processAlive } from '@fleet/audit/lock';
+import { parse as parseYaml } from 'yaml';
 import { CliError } from '../errors.ts';
 
 /** The repository this CLI belongs to (works from src/ and from dist/). */
@@ -68,6 +69,46 @@ export function nodeArgs(service: FleetService): string[] {
   if (!FROM_SOURCE) return [...flags, script];
   const tsx = pathToFileURL(createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx')).href;
   return [...flags, '--import', tsx, '--conditions=@fleet/source', script];
+}
+
+/**
+ * The audit queue of a standalone service and of an orchestrator config without `audit.queue`
+ * (DESIGN.md §3; `AUDIT_QUEUE` of `@fleet/audit`, which a test pins this to).
+ */
+export const DEFAULT_AUDIT_QUEUE = 'fleet-audit';
+
+/** `${VAR}` and `${VAR:-default}` in `text`, replaced as the orchestrator expands its config. */
+function expandVariables(text: string, env: Readonly<Record<string, string | undefined>>): string {
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_match, name: string, fallback?: string) => env[name] || (fallback ?? ''),
+  );
+}
+
+/**
+ * The audit queue of the local fleet `fleetId`, which every process of that fleet gets as
+ * `AUDIT_QUEUE`: an explicit `$AUDIT_QUEUE`, else `fleet-audit-<fleetId>` (a BullMQ queue
+ * name: no ':'), so that fleets sharing one Redis do not take each other's records. With
+ * `configText` (a `--config` of the user's) it is the queue that config gives the
+ * orchestrator, whose word no variable overrides: its `audit.queue` expanded against that
+ * environment, or the orchestrator's default `fleet-audit` when it names none.
+ */
+export function fleetAuditQueue(
+  env: Readonly<Record<string, string | undefined>>,
+  fleetId: string,
+  configText?: string,
+): string {
+  const queue = env.AUDIT_QUEUE || `${DEFAULT_AUDIT_QUEUE}-${fleetId}`;
+  if (configText === undefined) return queue;
+  let configured: unknown;
+  try {
+    configured = (parseYaml(configText) as { audit?: { queue?: unknown } } | null)?.audit?.queue;
+  } catch {
+    // The orchestrator refuses this config and says why; the queue does not matter then.
+    return queue;
+  }
+  if (typeof configured !== 'string') return DEFAULT_AUDIT_QUEUE;
+  return expandVariables(configured, { ...env, AUDIT_QUEUE: queue }) || queue;
 }
 
 /** What happens while the fleet starts and runs (for progress display). */
@@ -119,6 +160,8 @@ export interface LocalFleet {
   viewerUrl: string;
   /** The token the interceptor services require (the orchestrator sends it). */
   fleetToken: string;
+  /** The BullMQ audit queue of this fleet's processes (see {@link fleetAuditQueue}). */
+  auditQueue: string;
   stateDir: string;
   /** Send a signal to one service's process (it is restarted when it dies, unless stopping). */
   kill(service: FleetService, signal?: NodeJS.Signals): boolean;
@@ -132,6 +175,8 @@ export interface FleetState {
   fleetToken?: string;
   /** The admin token the orchestrator requires (`FLEET_ADMIN_TOKEN` of `fleet up`), when set. */
   adminToken?: string;
+  /** The fleet's audit queue: a process started for this fleet gets it as `AUDIT_QUEUE`. */
+  auditQueue?: string;
   /** The pid of the `fleet up` that wrote it. */
   pid?: number;
 }
@@ -147,6 +192,7 @@ export function readFleetState(stateDir: string): FleetState | undefined {
       urls: typeof parsed.urls === 'object' && parsed.urls !== null ? parsed.urls : {},
       ...(typeof parsed.fleetToken === 'string' ? { fleetToken: parsed.fleetToken } : {}),
       ...(typeof parsed.adminToken === 'string' ? { adminToken: parsed.adminToken } : {}),
+      ...(typeof parsed.auditQueue === 'string' ? { auditQueue: parsed.auditQueue } : {}),
       ...(typeof parsed.pid === 'number' ? { pid: parsed.pid } : {}),
     };
   } catch {
@@ -196,6 +242,9 @@ export function checkPortFree(port: number): Promise<string | undefined> {
     );
   });
 }
+
+/** Where the fleet's Redis is when `REDIS_URL` names none. */
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Ask Redis for PONG at `url`; resolve with an error message, or undefined when it answers. */
 export function checkRedis(url: string, timeoutMs = 2000): Promise<string | undefined> {
@@ -274,19 +323,25 @@ function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined)
   });
 }
 
-/** Start the whole fleet; resolves once every service is ready. */
-export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
-  const { env, stateDir, events = {}, readyTimeoutMs = 90_000, signal } = options;
-  const restart = options.restart ?? true;
+/**
+ * What a local fleet needs, checked without starting anything, in this order: no live fleet
+ * in the state directory, the `--config` exists, the port (unless 0) is free, Redis answers,
+ * every service is built. {@link startLocalFleet} checks it first; `fleet up` checks it before
+ * its first line of progress.
+ * @throws {CliError} `FLEET_RUNNING` or `FLEET_UNAVAILABLE`, naming the problem.
+ */
+export async function checkFleetCanStart(
+  options: Pick<LocalFleetOptions, 'env' | 'stateDir' | 'configPath' | 'port'>,
+): Promise<void> {
+  const { env, stateDir, configPath, port = 8080 } = options;
   assertNoLiveFleet(stateDir);
-  if (options.configPath !== undefined && !existsSync(options.configPath))
-    throw new CliError('FLEET_UNAVAILABLE', `the config ${options.configPath} does not exist`);
-  const port = options.port ?? 8080;
+  if (configPath !== undefined && !existsSync(configPath))
+    throw new CliError('FLEET_UNAVAILABLE', `the config ${configPath} does not exist`);
   if (port !== 0) {
     const portProblem = await checkPortFree(port);
     if (portProblem) throw new CliError('FLEET_UNAVAILABLE', portProblem);
   }
-  const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const redisUrl = env.REDIS_URL || DEFAULT_REDIS_URL;
   const redisProblem = await checkRedis(redisUrl);
   if (redisProblem) {
     throw new CliError(
@@ -302,9 +357,25 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       );
     }
   }
+}
+
+/** Start the whole fleet; resolves once every service is ready. */
+export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
+  const { env, stateDir, events = {}, readyTimeoutMs = 90_000, signal } = options;
+  const restart = options.restart ?? true;
+  await checkFleetCanStart(options);
+  const port = options.port ?? 8080;
+  const redisUrl = env.REDIS_URL || DEFAULT_REDIS_URL;
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const fleetToken = randomBytes(24).toString('base64url');
   const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
+  // One id per fleet: its registry prefix and audit queue, apart from other fleets on the Redis.
+  const fleetId = randomBytes(4).toString('hex');
+  const auditQueue = fleetAuditQueue(
+    env,
+    fleetId,
+    options.configPath === undefined ? undefined : readFileSync(options.configPath, 'utf8'),
+  );
   const writeState = (urls: FleetState['urls']) => {
     const path = join(stateDir, 'fleet.json');
     writeFileSync(
@@ -312,7 +383,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
       // client) reach this fleet's interceptor services, the admin token lets the admin
       // commands in; owner-only file.
-      `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), pid: process.pid }, null, 2)}\n`,
+      `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), auditQueue, pid: process.pid }, null, 2)}\n`,
       { mode: 0o600 },
     );
     // `mode` applies only when the file is created: an older, looser one is tightened too.
@@ -321,7 +392,6 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   // Claim the state directory at once: a second `fleet up` on it refuses from now on, not
   // only once this fleet is ready.
   writeState({});
-  const runId = randomBytes(4).toString('hex');
   const children = new Map<FleetService, Child>();
   let stopping = false;
   const baseEnv: Record<string, string> = {};
@@ -341,6 +411,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
         ...baseEnv,
         REDIS_URL: redisUrl,
         FLEET_TOKEN: fleetToken,
+        AUDIT_QUEUE: auditQueue,
         HOST: '127.0.0.1',
         PORT: String(port),
         OTEL_SERVICE_NAME: service,
@@ -470,8 +541,9 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
           'interceptors:',
           ...[pii, policy, audit].map((u) => `  - {url: "${u}/mcp", token: "\${FLEET_TOKEN}"}`),
           'chain: {timeoutMs: 2000, denyAs: error}',
-          `audit: {queue: "\${AUDIT_QUEUE:-fleet-audit}"}`,
-          `registry: {prefix: "fleet-up-${runId}"}`,
+          // The fallback keeps this fleet's queue for `fleet stdio` sessions without AUDIT_QUEUE.
+          `audit: {queue: "\${AUDIT_QUEUE:-${auditQueue}}"}`,
+          `registry: {prefix: "fleet-up-${fleetId}"}`,
           ...(options.extraConfig ? [options.extraConfig.trimEnd()] : []),
           '',
         ].join('\n'),
@@ -497,6 +569,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       adminUrl: `${orchestrator}/admin`,
       viewerUrl: `${audit}/`,
       fleetToken,
+      auditQueue,
       stateDir,
       kill: (service, signal = 'SIGKILL') => children.get(service)?.process.kill(signal) ?? false,
       stop,

@@ -1,0 +1,156 @@
+/**
+ * `fleet` as a real process (`src/main.ts` under tsx, as `pnpm fleet` runs it): its output
+ * through a real pipe, and the hints it prints when a package script launched it.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sourceCommand, stdioBackendCommand } from '@fleet/test-fixtures';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { describe, expect, it } from 'vitest';
+import {
+  defer,
+  deleteRedisKeys,
+  REPO_ROOT,
+  redisCommand,
+  runChild,
+  tempWorkspace,
+} from './helpers.ts';
+
+const CLI = join(REPO_ROOT, 'packages/cli/src/main.ts');
+
+/** An admin API whose `GET /admin/services` answers `body`; its base URL. */
+async function adminApi(body: unknown): Promise<string> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(body));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  defer(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/**
+ * `fleet argv` with its stdout into a shell pipe whose reader starts a second late (so what
+ * the pipe's 64 KiB buffer does not hold must wait in the CLI); what the reader got, and the
+ * CLI's exit code (on stderr).
+ */
+async function throughPipe(argv: readonly string[]): Promise<{ bytes: number; code: string }> {
+  const { command, args } = sourceCommand(CLI, argv);
+  const run = await runChild(
+    'sh',
+    ['-c', '("$0" "$@"; echo "exit $?" >&2) | (sleep 1; wc -c)', command, ...args],
+    { cwd: REPO_ROOT },
+  );
+  return { bytes: Number(run.stdout.trim()), code: /exit (\d+)/.exec(run.stderr)?.[1] ?? '' };
+}
+
+describe('fleet output through a pipe', () => {
+  it('writes all of a large --json answer before exiting', async () => {
+    const services = Array.from({ length: 1500 }, (_, i) => ({
+      id: `svc-${i}`,
+      url: `http://127.0.0.1:9${String(i).padStart(3, '0')}/mcp`,
+      source: 'runtime',
+      status: 'healthy',
+      interceptors: [{ name: `guard-${i}`, type: 'validation', hooks: [] }],
+      overrides: { [`guard-${i}`]: { failOpen: true, timeoutMs: 250 } },
+    }));
+    const url = await adminApi({ services });
+    const expected = Buffer.byteLength(`${JSON.stringify({ services }, null, 2)}\n`);
+    expect(expected).toBeGreaterThan(4 * 65_536);
+    const piped = await throughPipe(['--orchestrator', url, 'services', '--json']);
+    expect(piped).toEqual({ bytes: expected, code: '0' });
+  }, 30_000);
+});
+
+describe('the hints of fleet launched by a package script', () => {
+  it('say `pnpm fleet …` when `pnpm fleet` ran it, where no `fleet` is on PATH', async () => {
+    const root = await tempWorkspace();
+    const run = await runChild(
+      'pnpm',
+      ['--silent', 'fleet', 'new', 'interceptor', 'word-guard', '--dir', join(root, 'services')],
+      { cwd: REPO_ROOT },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      '\n  pnpm fleet register http://127.0.0.1:8090/mcp\n  pnpm fleet chain\n',
+    );
+  }, 30_000);
+});
+
+/** The Redis keys of the BullMQ queue `queue` (empty until a job reaches it). */
+async function queueKeys(queue: string): Promise<string[]> {
+  const keys = await redisCommand(['KEYS', `bull:${queue}:*`]);
+  return Array.isArray(keys) ? keys.map(String) : [];
+}
+
+describe('fleet stdio', () => {
+  it("sends its session's audit records to the fleet's queue from fleet.json; AUDIT_QUEUE wins", async () => {
+    // The state `fleet up` leaves: fleet.json naming the queue, fleet.yaml falling back to
+    // fleet-audit when AUDIT_QUEUE is unset (as generated configs did before the queue was
+    // recorded), with a stdio backend.
+    const dir = await mkdtemp(join(tmpdir(), 'fleet-stdio-'));
+    const id = randomUUID();
+    const [fleetQueue, ownQueue] = [`cli-stdio-${id}`, `cli-stdio-own-${id}`];
+    defer(async () => {
+      await deleteRedisKeys([`bull:${fleetQueue}:*`, `bull:${ownQueue}:*`, `cli-stdio-${id}:*`]);
+      await rm(dir, { recursive: true, force: true });
+    });
+    await writeFile(
+      join(dir, 'fleet.json'),
+      JSON.stringify({ urls: {}, fleetToken: 't', auditQueue: fleetQueue, pid: process.pid }),
+    );
+    const backend = stdioBackendCommand();
+    await writeFile(
+      join(dir, 'fleet.yaml'),
+      [
+        'backends:',
+        `  - {id: fixture, command: ${JSON.stringify(backend.command)}, args: ${JSON.stringify(backend.args)}}`,
+        `registry: {prefix: cli-stdio-${id}}`,
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the orchestrator expands it.
+        'audit: {queue: "${AUDIT_QUEUE:-fleet-audit}"}',
+        '',
+      ].join('\n'),
+    );
+    const session = async (env: Record<string, string>) => {
+      const cli = sourceCommand(CLI, ['stdio', '--state-dir', dir]);
+      const client = new Client({ name: 'desktop', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({
+          ...cli,
+          cwd: dir,
+          env: {
+            LOG_LEVEL: 'warn',
+            OTEL_TRACES_EXPORTER: 'none',
+            OTEL_METRICS_EXPORTER: 'none',
+            ...env,
+          },
+          stderr: 'ignore',
+        }),
+      );
+      try {
+        await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      } finally {
+        await client.close();
+      }
+    };
+    const arrived = async (queue: string) => {
+      const deadline = Date.now() + 10_000;
+      while ((await queueKeys(queue)).length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      return (await queueKeys(queue)).length > 0;
+    };
+
+    await session({});
+    expect(await arrived(fleetQueue)).toBe(true);
+    await session({ AUDIT_QUEUE: ownQueue });
+    expect(await arrived(ownQueue)).toBe(true);
+  }, 60_000);
+});
