@@ -4,7 +4,12 @@
  * (with a "did you mean"): a misspelt `intercepters:` must not start a gateway that runs
  * no interceptors.
  */
-import { parseServiceOverrides, type ServiceOverrides, withKeyHints } from '@fleet/core';
+import {
+  expandVariables,
+  parseServiceOverrides,
+  type ServiceOverrides,
+  withKeyHints,
+} from '@fleet/core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
@@ -237,15 +242,7 @@ export function expandEnv(
   value: unknown,
   env: Readonly<Record<string, string | undefined>>,
 ): unknown {
-  if (typeof value === 'string') {
-    return value.replace(
-      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
-      (_m, name: string, fallback?: string) => {
-        const v = env[name];
-        return v === undefined || v === '' ? (fallback ?? '') : v;
-      },
-    );
-  }
+  if (typeof value === 'string') return expandVariables(value, env);
   if (Array.isArray(value)) return value.map((v) => expandEnv(v, env));
   if (value && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env)]));

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { processAlive } from '@fleet/audit/lock';
+import { expandVariables } from '@fleet/core';
 import { parse as parseYaml } from 'yaml';
 import { CliError } from '../errors.ts';
 
@@ -76,14 +77,6 @@ export function nodeArgs(service: FleetService): string[] {
  * (DESIGN.md §3; `AUDIT_QUEUE` of `@fleet/audit`, which a test pins this to).
  */
 export const DEFAULT_AUDIT_QUEUE = 'fleet-audit';
-
-/** `${VAR}` and `${VAR:-default}` in `text`, replaced as the orchestrator expands its config. */
-function expandVariables(text: string, env: Readonly<Record<string, string | undefined>>): string {
-  return text.replace(
-    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
-    (_match, name: string, fallback?: string) => env[name] || (fallback ?? ''),
-  );
-}
 
 /**
  * The audit queue of the local fleet `fleetId`, which every process of that fleet gets as
