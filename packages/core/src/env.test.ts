@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these are configuration texts with ${VAR}, not templates
 import { describe, expect, it } from 'vitest';
 import { expandVariables } from './env.ts';
 
