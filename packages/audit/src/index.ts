@@ -6,7 +6,7 @@
  */
 
 export { AUDIT_RECORD_LIMITS, cutText, TRUNCATION_MARKER } from './bounds.ts';
-export { AuditJournalInUseError } from './journal.ts';
+export { AuditJournalInUseError, assertJournalFree } from './journal.ts';
 export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';
 export { auditLoggerFrom, createStderrLogger } from './logger.ts';
 export type { Migration } from './migrations.ts';
@@ -93,6 +93,7 @@ export type {
 } from './store.ts';
 export {
   AuditStoreError,
+  assertAuditStoreFree,
   DEFAULT_PGLITE_DIR,
   MAX_TRACE_RECORDS,
   openAuditStore,

@@ -1,8 +1,15 @@
 import { access, readFile, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defer, tempDir } from '../test/helpers.ts';
-import { AuditJournalInUseError, createJournal, type Journal, lockJournal } from './journal.ts';
+import {
+  AuditJournalInUseError,
+  assertJournalFree,
+  createJournal,
+  type Journal,
+  lockJournal,
+} from './journal.ts';
+import { assertAuditStoreFree } from './store.ts';
 
 async function journalIn(name = 'journal.ndjson'): Promise<{ journal: Journal; path: string }> {
   const path = join(await tempDir(), 'sub', name);
@@ -122,6 +129,44 @@ describe('journal lock', () => {
     }
     expect(caught).toBeInstanceOf(AuditJournalInUseError);
     expect(caught).toMatchObject({ code: 'JOURNAL_IN_USE', path, pid: process.ppid });
+  });
+
+  it('checks a journal without locking it: assertJournalFree throws what lockJournal would', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'journal.ndjson');
+    assertJournalFree(path);
+    await expect(access(`${path}.lock`)).rejects.toMatchObject({ code: 'ENOENT' });
+    // A stale lock (process gone) passes, like a free one.
+    await writeFile(`${path}.lock`, '2147483646\n');
+    assertJournalFree(path);
+    await writeFile(`${path}.lock`, `${process.ppid}\n`);
+    expect(() => assertJournalFree(path)).toThrow(AuditJournalInUseError);
+    // Held by this process: in use too; the path is named resolved.
+    const other = join(dir, 'other.ndjson');
+    const release = lockJournal(other);
+    try {
+      expect(() => assertJournalFree(relative(process.cwd(), other))).toThrow(
+        expect.objectContaining({ code: 'JOURNAL_IN_USE', path: other, pid: process.pid }),
+      );
+    } finally {
+      release();
+    }
+  });
+
+  it('checks a PGlite directory without opening it: assertAuditStoreFree', async () => {
+    const dir = join(await tempDir(), 'pglite');
+    assertAuditStoreFree({ pgliteDir: dir });
+    await writeFile(`${dir}.lock`, `${process.ppid}\n`);
+    expect(() => assertAuditStoreFree({ pgliteDir: dir })).toThrow(
+      expect.objectContaining({
+        name: 'AuditStoreError',
+        code: 'STORE_IN_USE',
+        cause: expect.objectContaining({ path: dir, pid: process.ppid }),
+      }),
+    );
+    // PostgreSQL: nothing to check.
+    assertAuditStoreFree({ databaseUrl: 'postgres://x', pgliteDir: dir });
+    await expect(access(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('takes over a lock whose process is gone', async () => {

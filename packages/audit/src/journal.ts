@@ -10,7 +10,7 @@
  */
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { journalHolder, journalLockPath } from './lock.ts';
 
 const NEWLINE = 0x0a;
@@ -34,6 +34,21 @@ export class AuditJournalInUseError extends Error {
 }
 
 const heldLocks = new Set<string>();
+
+/**
+ * Throw as {@link lockJournal} would when another producer holds the journal at `path`, without
+ * taking its lock: a service checks its journal before slower start-up steps (opening a PGlite
+ * store takes seconds) to fail fast. A free lock, or one left by a process that is gone, passes.
+ * @throws AuditJournalInUseError when a live producer holds it (`path` resolved).
+ */
+export function assertJournalFree(path: string): void {
+  const file = resolve(path);
+  if (heldLocks.has(journalLockPath(file))) throw new AuditJournalInUseError(file, process.pid);
+  const holder = journalHolder(file);
+  // Our own pid is a lock from a previous life of this pid: stale, as lockJournal takes it.
+  if (holder !== undefined && holder !== process.pid)
+    throw new AuditJournalInUseError(file, holder);
+}
 
 /**
  * Take the journal's lock file (`<path>.lock`, holding the owner's pid) so that no two

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { recordAt } from '../test/stores.ts';
+import { AUDIT_RECORD_LIMITS, TRUNCATION_MARKER } from './bounds.ts';
 import { PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 import { defaultScrubber, SCRUB_FAILED, scrubRecord } from './scrub.ts';
 
@@ -70,6 +71,36 @@ describe('scrubRecord', () => {
     );
   });
 
+  it('scrubs the event and method (a made-up method names its event), keeping MCP methods', () => {
+    const invented = recordAt(0, {
+      event: 'tools/bob@example.com',
+      method: 'tools/bob@example.com',
+    });
+    const { record: clean, failed } = scrubRecord(invented, defaultScrubber);
+    expect(failed).toBe(0);
+    expect(clean).toMatchObject({ event: 'tools/[EMAIL]', method: 'tools/[EMAIL]' });
+    const apart = recordAt(0, { event: 'x/alice@example.com', method: 'y/4111 1111 1111 1111' });
+    expect(scrubRecord(apart, defaultScrubber).record).toMatchObject({
+      event: 'x/[EMAIL]',
+      method: 'y/[NUMBER]',
+    });
+    for (const method of ['tools/call', 'resources/templates/list', 'notifications/progress'])
+      expect(
+        scrubRecord(recordAt(0, { event: method, method }), defaultScrubber).record,
+      ).toMatchObject({ event: method, method });
+  });
+
+  it('keeps a scrubbed event within its bound when the replacement is longer', () => {
+    // 36 addresses of 6 characters each become 36 of `[EMAIL]` (7): 288 characters.
+    const event = Array.from({ length: 36 }, () => 'a@b.io').join(' ');
+    expect(event.length).toBeLessThanOrEqual(AUDIT_RECORD_LIMITS.eventLength);
+    const { record: clean } = scrubRecord(recordAt(0, { event, method: event }), defaultScrubber);
+    expect(clean.event).toHaveLength(AUDIT_RECORD_LIMITS.eventLength);
+    expect(clean.event.endsWith(TRUNCATION_MARKER)).toBe(true);
+    expect(clean.event).not.toContain('@b.io');
+    expect(clean.method).toBe(clean.event);
+  });
+
   it('cuts a long preview to its stored length only after scrubbing it', () => {
     // A producer's preview may run PAYLOAD_PREVIEW_SCRUB_MARGIN past the stored length so a
     // value cut there is still whole when scrubbed; here an email straddles the stored cut.
@@ -100,9 +131,11 @@ describe('scrubRecord', () => {
     const { record: clean, failed } = scrubRecord(record, () => {
       throw new Error('boom');
     });
-    // Both texts of the record (its preview and its target, `echo`) are blanked and counted.
-    expect(failed).toBe(2);
+    // Every text of the record (its preview, its target `echo`, its event `tools/call`, which
+    // is its method too and scrubbed once) is blanked and counted.
+    expect(failed).toBe(3);
     expect(clean.payloadPreview).toBe(SCRUB_FAILED);
     expect(clean.target).toBe(SCRUB_FAILED);
+    expect(clean).toMatchObject({ event: SCRUB_FAILED, method: SCRUB_FAILED });
   });
 });

@@ -4,7 +4,7 @@
  * like an email address, a run of six or more digits (phone, card, account numbers, with or
  * without separators), a bearer token or JWT, or the value of a secret-looking key.
  */
-import { cutText } from './bounds.ts';
+import { AUDIT_RECORD_LIMITS, cutText, truncateText } from './bounds.ts';
 import { type AuditRecord, PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 
 /** Turns text that may hold PII into text that does not. Must be pure and synchronous. */
@@ -36,7 +36,9 @@ export const defaultScrubber: PayloadScrubber = (text) =>
 export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
 
 /**
- * A copy of `record` with its free text scrubbed: `target` (a tool or prompt name or a
+ * A copy of `record` with its free text scrubbed: `event` and `method` (any method a client
+ * makes up is an event named by it: `tools/bob@example.com`; then cut to their bound again,
+ * as a replacement may be longer than what it replaced), `target` (a tool or prompt name or a
  * resource URI is caller-chosen text: `mailto:bob@example.com`), `payloadPreview` (then cut
  * to {@link PAYLOAD_PREVIEW_MAX_LENGTH} on a code point boundary), abort reasons and validator
  * messages. A scrubber that throws blanks the text instead of leaking it; `failed` counts those.
@@ -57,6 +59,13 @@ export function scrubRecord(
     return SCRUB_FAILED;
   };
   const copy: AuditRecord = { ...record };
+  // The store's event column (the `event` filter) is filled from this copy. The method is
+  // almost always the event: scrubbed once then.
+  copy.event = truncateText(clean(record.event), AUDIT_RECORD_LIMITS.eventLength);
+  copy.method =
+    record.method === record.event
+      ? copy.event
+      : truncateText(clean(record.method), AUDIT_RECORD_LIMITS.eventLength);
   // The store's target column (the `tool` filter, stats byTool) is filled from this copy.
   if (record.target !== undefined) copy.target = clean(record.target);
   // Cut after scrubbing: the queued preview runs past the stored length so that a value

@@ -11,7 +11,7 @@
  * first (`storable.ts`), so they fail no batch.
  */
 import { resolve } from 'node:path';
-import { AuditJournalInUseError, lockJournal } from './journal.ts';
+import { AuditJournalInUseError, assertJournalFree, lockJournal } from './journal.ts';
 import { type AuditLogger, createStderrLogger, errorFields, safeLogger } from './logger.ts';
 import {
   checkMigrations,
@@ -424,6 +424,37 @@ function createSqlAuditStore(
 }
 
 /**
+ * Run `lock` (take or check) on the PGlite directory's lock file, turning a holder's
+ * {@link AuditJournalInUseError} into the store's `STORE_IN_USE` error.
+ */
+function lockPglite<T>(dir: string, lock: (path: string) => T): T {
+  try {
+    return lock(dir);
+  } catch (error) {
+    if (error instanceof AuditJournalInUseError)
+      throw new AuditStoreError(
+        'STORE_IN_USE',
+        `the PGlite audit store ${dir} is in use by process ${error.pid ?? '?'}; PGlite serves one process (set DATABASE_URL to share a store)`,
+        { cause: error },
+      );
+    throw error;
+  }
+}
+
+/**
+ * Throw as {@link openAuditStore} would when another live process holds the PGlite directory,
+ * without opening or locking anything (nothing to check with `databaseUrl`): a service checks
+ * before slower start-up steps to fail fast.
+ * @throws AuditStoreError `STORE_IN_USE`.
+ */
+export function assertAuditStoreFree(
+  options: Pick<AuditStoreOptions, 'databaseUrl' | 'pgliteDir'> = {},
+): void {
+  const { databaseUrl, pgliteDir = DEFAULT_PGLITE_DIR } = options;
+  if (!databaseUrl) lockPglite(resolve(pgliteDir), assertJournalFree);
+}
+
+/**
  * Open the store: PostgreSQL when `databaseUrl` is set, else PGlite in `pgliteDir` (locked
  * to this process); then apply pending migrations unless `migrate: false`.
  * @throws AuditStoreError `STORE_IN_USE` when another live process holds the PGlite dir.
@@ -452,17 +483,7 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
     });
   } else {
     const dir = resolve(pgliteDir);
-    try {
-      unlock = lockJournal(dir);
-    } catch (error) {
-      if (error instanceof AuditJournalInUseError)
-        throw new AuditStoreError(
-          'STORE_IN_USE',
-          `the PGlite audit store ${dir} is in use by process ${error.pid ?? '?'}; PGlite serves one process (set DATABASE_URL to share a store)`,
-          { cause: error },
-        );
-      throw error;
-    }
+    unlock = lockPglite(dir, lockJournal);
     try {
       engine = await createPgliteEngine(dir);
     } catch (error) {

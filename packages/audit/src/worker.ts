@@ -73,7 +73,10 @@ export interface AuditWorkerOptions {
   queue?: string;
   /** BullMQ key prefix; the producers' one. Default BullMQ's (`bull`). */
   prefix?: string;
-  /** Scrubs `payloadPreview`, abort reasons and messages. Default {@link defaultScrubber}. */
+  /**
+   * Scrubs `event`, `method`, `target`, `payloadPreview`, abort reasons and messages. Default
+   * {@link defaultScrubber}.
+   */
   scrub?: PayloadScrubber;
   /** Most records per insert. Default 100. */
   batchSize?: number;

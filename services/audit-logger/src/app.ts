@@ -20,10 +20,12 @@ import { createViewerRouter } from './viewer/index.ts';
 
 export type { ApiErrorBody, AuditApiOptions } from './api.ts';
 export { createAuditApiRouter } from './api.ts';
-export type { AuditLoggerConfig, AuditWorkerConfig } from './config.ts';
+export type { AuditLoggerConfig, AuditWorkerConfig, EnvWarning } from './config.ts';
 export {
   AUDIT_LOGGER_PORT,
   AUDIT_WORKER_PORT,
+  auditLoggerEnvWarnings,
+  auditWorkerEnvWarnings,
   ConfigError,
   DEFAULT_AUDIT_LOGGER_JOURNAL,
   parseAuditLoggerEnv,

@@ -1,5 +1,13 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseAuditLoggerEnv, parseAuditWorkerEnv } from './config.ts';
+import {
+  AUDIT_LOGGER_VARIABLES,
+  auditLoggerEnvWarnings,
+  auditWorkerEnvWarnings,
+  ConfigError,
+  parseAuditLoggerEnv,
+  parseAuditWorkerEnv,
+} from './config.ts';
 
 describe('audit-logger environment', () => {
   it('has the documented defaults', () => {
@@ -77,5 +85,43 @@ describe('audit-logger environment', () => {
     })();
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toContain(name);
+  });
+});
+
+describe('AUDIT_* variables a process does not read', () => {
+  it('are warned about once each, with what was meant, and not refused', () => {
+    const env = {
+      AUDIT_RETENTON_DAYS: '7',
+      AUDIT_QUEUE: 'q',
+      AUDIT_SOMETHING_ELSE: 'x',
+      FLEET_TOKEN: 't',
+      PATH: '/bin',
+    };
+    expect(parseAuditLoggerEnv(env).AUDIT_RETENTION_DAYS).toBe(30);
+    const warnings = auditLoggerEnvWarnings(env);
+    expect(warnings.map((w) => w.variable)).toEqual([
+      'AUDIT_RETENTON_DAYS',
+      'AUDIT_SOMETHING_ELSE',
+    ]);
+    expect(warnings[0]?.message).toMatch(
+      /^ignored environment variable: unknown key "AUDIT_RETENTON_DAYS" \(did you mean "AUDIT_RETENTION_DAYS"\?\); allowed: .*AUDIT_JOURNAL/,
+    );
+    expect(warnings[1]?.message).not.toContain('did you mean');
+    expect(auditLoggerEnvWarnings({ AUDIT_QUEUE: 'q', AUDIT_WORKER: 'false' })).toEqual([]);
+  });
+
+  it('are not warned about by the worker when the audit-logger reads them (a shared environment)', () => {
+    expect(auditWorkerEnvWarnings({ AUDIT_JOURNAL: 'j', AUDIT_READ_TOKEN: 'r' })).toEqual([]);
+    const [warning] = auditWorkerEnvWarnings({ AUDIT_BATCH_SIZ: '10' });
+    expect(warning?.message).toContain('(did you mean "AUDIT_BATCH_SIZE"?)');
+    // The worker suggests and lists only what it reads itself.
+    expect(warning?.message).not.toContain('AUDIT_JOURNAL');
+  });
+
+  it('are those the README configuration table does not list (one list: the schema)', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Endpoints'));
+    const documented = [...table.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]).sort();
+    expect(documented).toEqual([...AUDIT_LOGGER_VARIABLES].sort());
   });
 });

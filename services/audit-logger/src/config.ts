@@ -4,6 +4,7 @@
  * reads `process.env`.
  */
 import { AUDIT_QUEUE, DEFAULT_PGLITE_DIR, DEFAULT_RETENTION_DAYS } from '@fleet/audit';
+import { unknownKeyMessage } from '@fleet/core';
 import { z } from 'zod';
 
 /** The configuration cannot be used; the message names each bad variable. */
@@ -87,6 +88,48 @@ export type AuditLoggerConfig = z.infer<typeof AuditLoggerEnvSchema>;
 export type AuditWorkerConfig = z.infer<typeof AuditWorkerEnvSchema>;
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** Prefix of the service's own variables; one it does not read is warned about. */
+const OWN_PREFIX = 'AUDIT_';
+/** The variables the audit-logger reads: its schema's keys, the one list (README's table too). */
+export const AUDIT_LOGGER_VARIABLES: readonly string[] = Object.keys(AuditLoggerEnvSchema.shape);
+/** The variables the standalone audit worker reads: its schema's keys. */
+export const AUDIT_WORKER_VARIABLES: readonly string[] = Object.keys(AuditWorkerEnvSchema.shape);
+
+/**
+ * One warning per variable named `AUDIT_*` in `env` that neither process reads (a misspelt
+ * `AUDIT_RETENTON_DAYS` would otherwise be ignored in silence), saying which of `reads` was
+ * probably meant. Variables of the other process are not warned about: the two often share an
+ * environment.
+ */
+function unknownVariables(env: Env, reads: readonly string[]): EnvWarning[] {
+  const own = reads.filter((name) => name.startsWith(OWN_PREFIX));
+  const known = new Set([...AUDIT_LOGGER_VARIABLES, ...AUDIT_WORKER_VARIABLES]);
+  return Object.keys(env)
+    .filter((name) => name.startsWith(OWN_PREFIX) && !known.has(name))
+    .sort()
+    .map((variable) => ({
+      variable,
+      message: `ignored environment variable: ${unknownKeyMessage(variable, own)}`,
+    }));
+}
+
+/** A variable in the environment that the process ignores, and what to log about it. */
+export interface EnvWarning {
+  variable: string;
+  /** `ignored environment variable: unknown key "…" (did you mean "…"?); allowed: …`. */
+  message: string;
+}
+
+/** The audit-logger's warnings about `AUDIT_*` variables it does not read. */
+export function auditLoggerEnvWarnings(env: Env): EnvWarning[] {
+  return unknownVariables(env, AUDIT_LOGGER_VARIABLES);
+}
+
+/** The audit worker's warnings about `AUDIT_*` variables neither process reads. */
+export function auditWorkerEnvWarnings(env: Env): EnvWarning[] {
+  return unknownVariables(env, AUDIT_WORKER_VARIABLES);
+}
 
 function parse<T extends z.ZodType>(schema: T, env: Env, what: string): z.infer<T> {
   const result = schema.safeParse(env);

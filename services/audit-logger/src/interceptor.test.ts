@@ -4,6 +4,7 @@ import {
   parseAuditRecord,
   SCRUB_FAILED,
 } from '@fleet/audit';
+import type { InvocationContext } from '@fleet/core';
 import { createInterceptorHost } from '@fleet/interceptor-kit';
 import { describe, expect, it } from 'vitest';
 import {
@@ -139,6 +140,52 @@ describe('invocationRecord', () => {
     expect(record.method).toBe(record.event);
     expect(JSON.stringify(record).length).toBeLessThan(2000);
     expect(parseAuditRecord(record).event).toBe(record.event);
+  });
+
+  describe('never cuts through an emoji (a surrogate pair) straddling a bound', () => {
+    const EMOJI = '\u{1F600}';
+    // A lone surrogate is what a cut through a pair leaves; jsonb refuses it.
+    const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    /** `max - 1` characters, then the emoji: its first half is the last one the cut keeps. */
+    const straddling = (max: number) => `${'a'.repeat(max - 1)}${EMOJI}tail`;
+    const { eventLength, idLength } = AUDIT_RECORD_LIMITS;
+    const request = (context: InvocationContext, event = 'tools/call') =>
+      invocationRecord({ name: straddling(idLength) }, { event, phase: 'request', context });
+    it.each<[string, () => string | undefined, number]>([
+      ['event', () => request({}, straddling(eventLength)).event, eventLength],
+      ['method', () => request({}, straddling(eventLength)).method, eventLength],
+      ['target', () => request({}).target, idLength],
+      ['sessionId', () => request({ sessionId: straddling(idLength) }).sessionId, idLength],
+      [
+        'principal id',
+        () => request({ principal: { type: 'user', id: straddling(idLength) } }).principal?.id,
+        idLength,
+      ],
+      [
+        'claim',
+        () =>
+          request({ principal: { type: 'user', claims: { sub: straddling(256) } } }).principal
+            ?.claims?.sub as string | undefined,
+        // Cut at 256 here (the worker's parse then cuts to the claim bound, with a marker).
+        256,
+      ],
+      [
+        'payload preview',
+        () =>
+          invocationRecord(
+            // After `{"note":"` the emoji straddles the 40-character preview.
+            { note: straddling(40 - '{"note":"'.length) },
+            { event: 'tools/call', phase: 'request', context: {} },
+            { previewChars: 40, scrub: (text) => text },
+          ).payloadPreview?.slice('{"note":"'.length),
+        40 - '{"note":"'.length,
+      ],
+    ])('%s', (_field, cut, max) => {
+      const text = cut();
+      expect(text).not.toMatch(LONE_SURROGATE);
+      // The emoji is left out whole: one character short of the bound.
+      expect(text).toBe('a'.repeat(max - 1));
+    });
   });
 
   it('has no target in the response phase (the payload is a result)', () => {

@@ -6,6 +6,8 @@
  *
  * No payload values are recorded. A short `payloadPreview` is written only when
  * `previewChars` is set; it is scrubbed here, before it is cut (and again by the worker).
+ * Every cut here (event, ids, target, claims, preview) is `cutText`'s: it never splits a
+ * surrogate pair, whose lone half PostgreSQL's `jsonb` refuses.
  */
 import {
   AUDIT_RECORD_LIMITS,
@@ -14,6 +16,7 @@ import {
   type AuditRecordInput,
   ClaimValueSchema,
   createAuditRecord,
+  cutText,
   PAYLOAD_PREVIEW_MAX_LENGTH,
   PAYLOAD_PREVIEW_SCRUB_MARGIN,
   type PayloadScrubber,
@@ -83,8 +86,7 @@ function selectClaims(
   const selected: NonNullable<AuditPrincipal['claims']> = {};
   for (const key of keep) {
     let value = claims[key];
-    if (typeof value === 'string' && value.length > MAX_CLAIM_LENGTH)
-      value = value.slice(0, MAX_CLAIM_LENGTH);
+    if (typeof value === 'string') value = cutText(value, MAX_CLAIM_LENGTH);
     const parsed = ClaimValueSchema.safeParse(value);
     if (value !== undefined && parsed.success) selected[key] = parsed.data;
   }
@@ -92,7 +94,7 @@ function selectClaims(
 }
 
 function shortText(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value.slice(0, MAX_ID_LENGTH) : undefined;
+  return typeof value === 'string' && value.length > 0 ? cutText(value, MAX_ID_LENGTH) : undefined;
 }
 
 /**
@@ -133,8 +135,8 @@ function preview(payload: unknown, chars: number, scrub: PayloadScrubber): strin
   if (text === undefined) return undefined;
   const length = Math.min(chars, PAYLOAD_PREVIEW_MAX_LENGTH);
   try {
-    const scrubbed = scrub(text.slice(0, length + PAYLOAD_PREVIEW_SCRUB_MARGIN));
-    return typeof scrubbed === 'string' ? scrubbed.slice(0, length) : SCRUB_FAILED;
+    const scrubbed = scrub(cutText(text, length + PAYLOAD_PREVIEW_SCRUB_MARGIN));
+    return typeof scrubbed === 'string' ? cutText(scrubbed, length) : SCRUB_FAILED;
   } catch {
     return SCRUB_FAILED;
   }
@@ -151,7 +153,7 @@ export function invocationRecord(
   options: Pick<AuditLoggerInterceptorOptions, 'previewChars' | 'claims' | 'scrub'> = {},
 ): AuditRecord {
   const context: InvocationContext = ctx.context;
-  const event = ctx.event.slice(0, MAX_EVENT_LENGTH);
+  const event = cutText(ctx.event, MAX_EVENT_LENGTH);
   const input: AuditRecordInput = {
     kind: 'invocation',
     event,

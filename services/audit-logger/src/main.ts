@@ -1,19 +1,20 @@
 #!/usr/bin/env node
 /**
- * The audit-logger process: reads the environment once, opens the audit store (PostgreSQL
- * when DATABASE_URL is set, else PGlite under .fleet/), starts the audit producer, the worker
- * and the retention schedule (unless AUDIT_WORKER=false), listens, and drains on SIGTERM.
+ * The audit-logger process: reads the environment once (warning about any AUDIT_* variable it
+ * does not read), checks that the PGlite directory and the journal are not held by another
+ * process, opens the audit store (PostgreSQL when DATABASE_URL is set, else PGlite under
+ * .fleet/), starts the audit producer, the worker and the retention schedule (unless
+ * AUDIT_WORKER=false), listens, and drains on SIGTERM.
  *
- * Env (README.md has the table): HOST, PORT (8083), REDIS_URL, DATABASE_URL,
- * AUDIT_PGLITE_DIR, AUDIT_DB_SCHEMA, FLEET_TOKEN, AUDIT_READ_TOKEN, AUDIT_RETENTION_DAYS,
- * TRACE_URL_TEMPLATE, AUDIT_WORKER, AUDIT_BATCH_JOBS, AUDIT_JOURNAL, AUDIT_QUEUE, AUDIT_PREFIX,
- * AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, AUDIT_PAYLOAD_PREVIEW, LOG_LEVEL, OTEL_*.
+ * Env: the keys of the schema in config.ts (`AUDIT_LOGGER_VARIABLES`), plus OTEL_*; README.md
+ * has the table.
  */
 import { createAuditProducer } from '@fleet/audit';
 import { listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditLoggerConfig,
+  auditLoggerEnvWarnings,
   auditLoggerOf,
   ConfigError,
   createAuditLoggerApp,
@@ -21,7 +22,7 @@ import {
   parseAuditLoggerEnv,
   registerAuditMetrics,
 } from './app.ts';
-import { type Drain, openStore, orExit, startDrain } from './store-side.ts';
+import { checkLocks, type Drain, openStore, orExit, startDrain } from './store-side.ts';
 
 let config: AuditLoggerConfig;
 try {
@@ -32,6 +33,10 @@ try {
 }
 
 const log = createLogger('audit-logger', config.LOG_LEVEL);
+for (const { variable, message } of auditLoggerEnvWarnings(process.env))
+  log.warn({ variable }, message);
+// Before anything slow (a PGlite store takes seconds to set up): a held lock ends the start.
+await orExit(() => checkLocks(config, config.AUDIT_JOURNAL));
 const auditLog = auditLoggerOf(log);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-logger', serviceVersion: '0.1.0' }),

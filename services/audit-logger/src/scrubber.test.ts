@@ -14,6 +14,35 @@ describe('createPiiScrubber', () => {
     expect(out).toMatch(/\[[A-Z_]+\]/);
   });
 
+  // The worker scrubs every record's event and method too: an ordinary one must stay as it is
+  // for the `event` filter to find it.
+  it.each([
+    'initialize',
+    'ping',
+    'tools/call',
+    'tools/list',
+    'prompts/get',
+    'prompts/list',
+    'resources/read',
+    'resources/list',
+    'resources/templates/list',
+    'resources/subscribe',
+    'resources/unsubscribe',
+    'completion/complete',
+    'logging/setLevel',
+    'sampling/createMessage',
+    'elicitation/create',
+    'roots/list',
+    'notifications/progress',
+    'notifications/resources/updated',
+  ])('leaves the MCP method %s alone', (method) => {
+    expect(scrub(method)).toBe(method);
+  });
+
+  it('redacts PII in a method a client made up', () => {
+    expect(scrub('tools/bob@example.com')).not.toContain('bob@example.com');
+  });
+
   it('leaves text without PII alone', () => {
     expect(scrub('denied by rule "big-transfers"')).toBe('denied by rule "big-transfers"');
   });

@@ -9,6 +9,8 @@ import {
   type AuditStore,
   AuditStoreError,
   type AuditWorker,
+  assertAuditStoreFree,
+  assertJournalFree,
   createAuditWorker,
   openAuditStore,
   startAuditRetention,
@@ -60,6 +62,17 @@ export async function orExit<T>(step: () => T | Promise<T>): Promise<T> {
     process.stderr.write(`${line}\n`);
     process.exit(1);
   }
+}
+
+/**
+ * Check, without taking them, the locks a start-up will take: the PGlite directory (DATABASE_URL
+ * unset), then the audit journal (when given). Opening a PGlite store takes seconds (~30 s
+ * under load), so a process that would only then find its journal held checks first and fails
+ * fast. Throws what taking the lock would, for {@link orExit} to word.
+ */
+export function checkLocks(config: StoreConfig, journalPath?: string): void {
+  assertAuditStoreFree({ databaseUrl: config.DATABASE_URL, pgliteDir: config.AUDIT_PGLITE_DIR });
+  if (journalPath !== undefined) assertJournalFree(journalPath);
 }
 
 /** Open the audit store (PostgreSQL when DATABASE_URL is set, else PGlite) and log which. */

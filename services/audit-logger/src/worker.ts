@@ -5,15 +5,16 @@
  * `/healthz`, `/readyz` and `/metrics`, and drains on SIGTERM. It prints the start-up line
  * `{"service":"audit-worker","url":...}`.
  *
- * Env: HOST, PORT (8084), REDIS_URL, DATABASE_URL (unset: PGlite under .fleet/, which only
- * one process may open: run the audit-logger with AUDIT_WORKER=false against PostgreSQL
- * instead), AUDIT_PGLITE_DIR, AUDIT_DB_SCHEMA, AUDIT_RETENTION_DAYS, AUDIT_QUEUE,
- * AUDIT_PREFIX, AUDIT_BATCH_SIZE, AUDIT_WORKER_CONCURRENCY, LOG_LEVEL, OTEL_*.
+ * Env: the keys of the schema in config.ts (`AUDIT_WORKER_VARIABLES`), plus OTEL_*; it warns
+ * about an AUDIT_* variable that neither it nor the audit-logger reads. DATABASE_URL unset
+ * means PGlite under .fleet/, which only one process may open: run the audit-logger with
+ * AUDIT_WORKER=false against PostgreSQL instead.
  */
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditWorkerConfig,
+  auditWorkerEnvWarnings,
   ConfigError,
   createLogger,
   createWorkerHttpApp,
@@ -31,6 +32,8 @@ try {
 }
 
 const log = createLogger('audit-worker', config.LOG_LEVEL);
+for (const { variable, message } of auditWorkerEnvWarnings(process.env))
+  log.warn({ variable }, message);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),
 );

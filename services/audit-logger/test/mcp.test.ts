@@ -183,6 +183,36 @@ describe('audit-logger over MCP Streamable HTTP', () => {
     );
   });
 
+  it('stores a made-up event scrubbed by the PII engine, and an MCP event as it is', async () => {
+    const producer = await startPipeline({ scrub: createPiiScrubber() });
+    const base = await serve(createAuditLoggerApp({ sink: producer, store }).listener);
+    const client = await connectMcpClient(`${base}/mcp`);
+    const trace = traceId();
+    const context = { traceId: trace, timestamp: new Date().toISOString() };
+    // The interceptor hooks `*`: any method a client makes up is an event named by it.
+    const invented = 'tools/bob@example.com';
+    await client.request(invoke(invented, 'request', {}, context), InvokeResult);
+    await client.request(invoke('tools/call', 'request', { name: 'echo' }, context), InvokeResult);
+    await waitFor(async () => (await store.trace(trace)).length === 2, 'both records');
+
+    const byEvent = async (event: string) =>
+      (
+        (await (
+          await fetch(
+            `${base}/api/audit/records?traceId=${trace}&event=${encodeURIComponent(event)}`,
+          )
+        ).json()) as { records: Array<{ event: string; method: string }> }
+      ).records;
+    expect(JSON.stringify(await store.trace(trace))).not.toContain('bob@example.com');
+    expect(await byEvent(invented)).toEqual([]);
+    expect(await byEvent('tools/[EMAIL_ADDRESS]')).toMatchObject([
+      { event: 'tools/[EMAIL_ADDRESS]', method: 'tools/[EMAIL_ADDRESS]' },
+    ]);
+    expect(await byEvent('tools/call')).toMatchObject([
+      { event: 'tools/call', method: 'tools/call' },
+    ]);
+  });
+
   it('stores a payload preview cut through a PII value without any part of the value', async () => {
     const producer = await startPipeline({ scrub: createPiiScrubber() });
     const previewChars = 48;

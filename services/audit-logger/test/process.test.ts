@@ -4,12 +4,12 @@
  * start-up line, health, metrics, records end to end, graceful SIGTERM.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAuditProducer, createAuditRecord } from '@fleet/audit';
-import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import {
   DATABASE_URL,
@@ -32,23 +32,40 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
+/** Start main.ts in `cwd` with `env`; stopped (SIGKILL) after the test. */
+async function startMain(cwd: string, env: Record<string, string>): Promise<ServiceProcess> {
+  const service = await startServiceProcess({
+    ...sourceCommand(MAIN),
+    cwd,
+    env,
+    readyTimeoutMs: 40_000,
+  });
+  defer(() => service.stop('SIGKILL'));
+  return service;
+}
+
+/** Start main.ts expecting it to exit 1 before it is ready: the lines it wrote on stderr. */
+async function failedStartLines(cwd: string, env: Record<string, string>): Promise<string[]> {
+  const error = await startMain(cwd, env).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(Error);
+  const message = (error as Error).message;
+  expect(message).toContain('(code 1,');
+  const [, stderr = ''] = message.split('--- stderr (tail) ---\n');
+  expect(stderr).not.toMatch(/^\s+at /m);
+  return stderr.trim().split('\n');
+}
+
 describe('audit-logger process', () => {
   it('serves the interceptor, stores its records in PGlite under .fleet/, and drains on SIGTERM', async () => {
     const cwd = await tempDir();
     const prefix = uniquePrefix();
-    const service = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      cwd,
-      env: {
-        ...quietEnv,
-        PORT: '0',
-        AUDIT_PREFIX: prefix,
-        AUDIT_READ_TOKEN: 'r',
-        DATABASE_URL: '',
-      },
-      readyTimeoutMs: 40_000,
+    const service = await startMain(cwd, {
+      ...quietEnv,
+      PORT: '0',
+      AUDIT_PREFIX: prefix,
+      AUDIT_READ_TOKEN: 'r',
+      DATABASE_URL: '',
     });
-    defer(() => service.stop('SIGKILL'));
     expect(service.service).toBe('audit-logger');
     expect(service.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(existsSync(join(cwd, '.fleet/audit-pglite'))).toBe(true);
@@ -107,13 +124,7 @@ describe('audit-logger process', () => {
   it('a second one on the same PGlite directory or journal exits 1 with one clear line', async () => {
     const cwd = await tempDir();
     const env = { ...quietEnv, PORT: '0', AUDIT_PREFIX: uniquePrefix(), DATABASE_URL: '' };
-    const first = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      cwd,
-      env,
-      readyTimeoutMs: 40_000,
-    });
-    defer(() => first.stop('SIGKILL'));
+    const first = await startMain(cwd, env);
     const { schema, drop } = await openSchemaStore();
     defer(drop);
     const cases = [
@@ -127,45 +138,74 @@ describe('audit-logger process', () => {
       ],
     ] as const;
     for (const [secondEnv, path, advice] of cases) {
-      const error = await startServiceProcess({
-        ...sourceCommand(MAIN),
-        cwd,
-        env: secondEnv,
-        readyTimeoutMs: 40_000,
-      }).catch((e: unknown) => e as Error);
-      expect(error).toBeInstanceOf(Error);
-      const [, stderr = ''] = String((error as Error).message).split('--- stderr (tail) ---\n');
-      expect((error as Error).message).toContain('(code 1,');
-      const lines = stderr.trim().split('\n');
+      const lines = await failedStartLines(cwd, secondEnv);
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain(path);
       expect(lines[0]).toContain(`${path}.lock`);
       expect(lines[0]).toContain(`process ${first.pid}`);
       expect(lines[0]).toMatch(advice);
-      expect(stderr).not.toMatch(/^\s+at /m);
     }
     // The first one is unharmed.
     expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
   }, 120_000);
 
-  it('drains and exits 0 on SIGTERM while Redis is down', async () => {
+  it('checks its journal lock before it sets up its PGlite store, and exits 1 at once', async () => {
     const cwd = await tempDir();
+    const journal = join(cwd, 'held/audit.ndjson');
+    const pglite = join(cwd, 'own/pglite');
+    // The journal is held by a live process: this test's.
+    await mkdir(join(cwd, 'held'));
+    await writeFile(`${journal}.lock`, `${process.pid}\n`);
+    const lines = await failedStartLines(cwd, {
+      ...quietEnv,
+      PORT: '0',
+      DATABASE_URL: '',
+      AUDIT_PGLITE_DIR: pglite,
+      AUDIT_JOURNAL: journal,
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`${journal}.lock`);
+    expect(lines[0]).toContain(`process ${process.pid}`);
+    expect(lines[0]).toMatch(/AUDIT_JOURNAL/);
+    // Its PGlite store was never set up (nor its directory locked): the lock came first.
+    expect(existsSync(join(cwd, 'own'))).toBe(false);
+  }, 60_000);
+
+  it('warns once per AUDIT_ variable it does not read, with what was meant, and starts', async () => {
+    const { schema, drop } = await openSchemaStore();
+    defer(drop);
+    const service = await startMain(await tempDir(), {
+      ...quietEnv,
+      PORT: '0',
+      DATABASE_URL,
+      AUDIT_DB_SCHEMA: schema,
+      AUDIT_PREFIX: uniquePrefix(),
+      AUDIT_WORKER: 'false',
+      AUDIT_RETENTON_DAYS: '7',
+    });
+    expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
+    const warnings = service
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('ignored environment variable'))
+      .map((line) => JSON.parse(line) as { level: unknown; variable: string; msg: string });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, variable: 'AUDIT_RETENTON_DAYS' });
+    expect(warnings[0]?.msg).toContain('(did you mean "AUDIT_RETENTION_DAYS"?)');
+    expect(await service.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
+  }, 60_000);
+
+  it('drains and exits 0 on SIGTERM while Redis is down', async () => {
     const redis = await startPrivateRedis();
     const { schema, drop } = await openSchemaStore();
     defer(drop);
-    const service = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      cwd,
-      env: {
-        ...quietEnv,
-        PORT: '0',
-        REDIS_URL: redis.url,
-        DATABASE_URL,
-        AUDIT_DB_SCHEMA: schema,
-      },
-      readyTimeoutMs: 40_000,
+    const service = await startMain(await tempDir(), {
+      ...quietEnv,
+      PORT: '0',
+      REDIS_URL: redis.url,
+      DATABASE_URL,
+      AUDIT_DB_SCHEMA: schema,
     });
-    defer(() => service.stop('SIGKILL'));
     await waitFor(async () => (await fetch(`${service.url}/readyz`)).status === 200, 'readiness');
     await redis.kill();
     // Let the worker, retention and producer notice (and queue commands that cannot be sent).
