@@ -156,6 +156,8 @@ export const NAMESPACE = 'mcp';
 export interface RenderOptions {
   valuesFiles?: string[];
   set?: string[];
+  /** `--set-json` assignments (numbers that are not integers, lists, objects). */
+  setJson?: string[];
 }
 
 /** `helm template` the chart; rejects with helm's message when it fails. */
@@ -171,6 +173,7 @@ export function templateArgs(options: RenderOptions = {}): string[] {
   const args = ['template', RELEASE, chartDir, '--namespace', NAMESPACE];
   for (const file of options.valuesFiles ?? []) args.push('--values', file);
   for (const assignment of options.set ?? []) args.push('--set', assignment);
+  for (const assignment of options.setJson ?? []) args.push('--set-json', assignment);
   return args;
 }
 

@@ -1,7 +1,8 @@
 /**
  * Offline validation of rendered manifests: the kubernetes-models class of each
  * apiVersion/kind (the Kubernetes OpenAPI schemas, compiled), a hand check of the
- * Prometheus Operator ServiceMonitor (a CRD kubernetes-models does not ship), and a check of
+ * Prometheus Operator ServiceMonitor and PrometheusRule (CRDs kubernetes-models does not
+ * ship), and a check of
  * field names where a typo would otherwise pass silently (the compiled schemas allow unknown
  * properties, so `readinesProbe` would validate).
  */
@@ -38,6 +39,7 @@ const MODELS: Record<string, Validator> = {
   'networking.k8s.io/v1/NetworkPolicy': model((d) => new NetworkPolicy(d)),
   'policy/v1/PodDisruptionBudget': model((d) => new PodDisruptionBudget(d)),
   'monitoring.coreos.com/v1/ServiceMonitor': validateServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': validatePrometheusRule,
 };
 
 /** `apiVersion/kind`, the key of {@link MODELS}. */
@@ -128,6 +130,78 @@ function validateServiceMonitor(manifest: Manifest): void {
   ]);
   for (const key of Object.keys(spec))
     if (!known.has(key)) problems.push(`spec.${key} is not a ServiceMonitor field`);
+  if (problems.length > 0) throw new Error(problems.join('; '));
+}
+
+/**
+ * monitoring.coreos.com/v1 PrometheusRule: the fields of the operator's CRD (v0.8x), what it
+ * requires, and what Prometheus refuses when it loads the rule file (a rule that is both or
+ * neither alert and record, a bad duration, a non-string label or annotation).
+ */
+function validatePrometheusRule(manifest: Manifest): void {
+  const problems: string[] = [];
+  const spec = manifest.spec;
+  if (!spec || typeof spec !== 'object') throw new Error('spec is required');
+  for (const key of Object.keys(spec))
+    if (key !== 'groups') problems.push(`spec.${key} is not a PrometheusRule field`);
+  if (!Array.isArray(spec.groups) || spec.groups.length === 0) {
+    throw new Error('spec.groups must be a non-empty list');
+  }
+  const groupFields = new Set([
+    'name',
+    'interval',
+    'rules',
+    'limit',
+    'query_offset',
+    'partial_response_strategy',
+    'labels',
+  ]);
+  const ruleFields = new Set([
+    'alert',
+    'record',
+    'expr',
+    'for',
+    'keep_firing_for',
+    'labels',
+    'annotations',
+  ]);
+  const groupNames = new Set<string>();
+  spec.groups.forEach((group: Record<string, unknown>, g: number) => {
+    const where = `spec.groups[${g}]`;
+    for (const key of Object.keys(group))
+      if (!groupFields.has(key)) problems.push(`${where}.${key} is not a rule group field`);
+    if (typeof group.name !== 'string' || group.name === '')
+      problems.push(`${where}.name is required`);
+    else if (groupNames.has(group.name))
+      problems.push(`${where}.name "${group.name}" is used twice`);
+    else groupNames.add(group.name);
+    if (group.interval !== undefined && !DURATION.test(String(group.interval)))
+      problems.push(`${where}.interval "${group.interval}" is not a duration`);
+    if (!Array.isArray(group.rules) || group.rules.length === 0) {
+      problems.push(`${where}.rules must be a non-empty list`);
+      return;
+    }
+    group.rules.forEach((rule: Record<string, unknown>, r: number) => {
+      const at = `${where}.rules[${r}]`;
+      for (const key of Object.keys(rule))
+        if (!ruleFields.has(key)) problems.push(`${at}.${key} is not a rule field`);
+      const isAlert = typeof rule.alert === 'string' && rule.alert !== '';
+      const isRecord = typeof rule.record === 'string' && rule.record !== '';
+      if (isAlert === isRecord) problems.push(`${at}: exactly one of alert and record is required`);
+      if (typeof rule.expr !== 'string' || rule.expr.trim() === '')
+        problems.push(`${at}.expr is required`);
+      for (const key of ['for', 'keep_firing_for']) {
+        if (rule[key] === undefined) continue;
+        if (isRecord) problems.push(`${at}.${key} is only for alerts`);
+        if (!DURATION.test(String(rule[key])))
+          problems.push(`${at}.${key} "${rule[key]}" is not a duration`);
+      }
+      if (rule.labels !== undefined && !isStringMap(rule.labels))
+        problems.push(`${at}.labels must map strings to strings`);
+      if (rule.annotations !== undefined && (isRecord || !isStringMap(rule.annotations)))
+        problems.push(`${at}.annotations must map strings to strings (alerts only)`);
+    });
+  });
   if (problems.length > 0) throw new Error(problems.join('; '));
 }
 

@@ -1,0 +1,506 @@
+/**
+ * The chart's alerts (`monitoring.prometheusRule`) and Grafana dashboard
+ * (`monitoring.grafanaDashboard`): rendered only when asked for, in the shapes the Prometheus
+ * Operator and the Grafana sidecar load, in valid PromQL, and asking only for series the real
+ * services serve — the fleet is started from source as processes, driven through allowed,
+ * denied, failing and refused calls, and scraped.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indexExposition, type MetricIndex } from './exposition.ts';
+import { type FleetRun, scrapeRealFleet } from './fleet-metrics.ts';
+import {
+  chartDir,
+  cleanupHelmHome,
+  helmBinary,
+  type Manifest,
+  NAMESPACE,
+  RELEASE,
+  renderChart,
+  runHelm,
+  templateArgs,
+} from './helm.ts';
+import { validateManifest } from './k8s.ts';
+import { type UsedExpression, usageProblems } from './metric-usage.ts';
+import { analyzePromql, grafanaToPromql, labelValuesQuery, outputLabels } from './promql.ts';
+
+const FULLNAME = `${RELEASE}-interceptor-fleet`;
+/** `${name}`, a Grafana variable reference. */
+const grafanaVar = (name: string) => `$${'{'}${name}}`;
+const ENABLED = [
+  'monitoring.prometheusRule.enabled=true',
+  'monitoring.prometheusRule.labels.release=kube-prometheus-stack',
+  'monitoring.grafanaDashboard.enabled=true',
+];
+const ALERTS = [
+  'FleetGatewayErrorRatioHigh',
+  'FleetChainRefusingRequests',
+  'FleetInterceptorInvocationsFailing',
+  'FleetRequestLatencyHigh',
+  'FleetServiceDown',
+  'FleetAuditRecordsLost',
+  'FleetAuditStoreUnavailable',
+  'FleetAuditBacklog',
+  'FleetEventLoopDelayHigh',
+];
+const SERVICES = [
+  'orchestrator',
+  'pii-redactor',
+  'policy-validator',
+  'audit-logger',
+  'audit-worker',
+];
+
+interface AlertRule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+interface Target {
+  refId: string;
+  expr: string;
+  legendFormat?: string;
+  datasource?: { type: string; uid: string };
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { h: number; w: number; x: number; y: number };
+  datasource?: { type: string; uid: string };
+  targets?: Target[];
+}
+interface Variable {
+  name: string;
+  type: string;
+  query: string | { query: string };
+  current?: { text: string; value: string };
+}
+interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: Variable[] };
+}
+
+const renders = new Map<string, Manifest[]>();
+const rendered = (name: string) => {
+  const manifests = renders.get(name);
+  if (!manifests) throw new Error(`${name} was not rendered`);
+  return manifests;
+};
+const ofKind = (ms: Manifest[], kind: string) => ms.filter((m) => m.kind === kind);
+
+function rulesOf(manifests: Manifest[]): AlertRule[] {
+  const rules = ofKind(manifests, 'PrometheusRule');
+  expect(rules).toHaveLength(1);
+  const [rule] = rules;
+  if (!rule) throw new Error('no PrometheusRule');
+  return (rule.spec.groups as { rules: AlertRule[] }[]).flatMap((g) => g.rules);
+}
+const ruleNamed = (manifests: Manifest[], alert: string) =>
+  rulesOf(manifests).find((r) => r.alert === alert);
+
+function dashboardConfigMap(manifests: Manifest[]): Manifest {
+  const maps = ofKind(manifests, 'ConfigMap').filter((m) => m.metadata.name.endsWith('-dashboard'));
+  expect(maps).toHaveLength(1);
+  return maps[0] as Manifest;
+}
+function dashboardOf(manifests: Manifest[]): Dashboard {
+  const data = dashboardConfigMap(manifests).data ?? {};
+  const keys = Object.keys(data);
+  expect(keys).toHaveLength(1);
+  expect(keys[0]).toMatch(/\.json$/);
+  return JSON.parse(data[keys[0] as string] ?? '') as Dashboard;
+}
+const queryPanels = (d: Dashboard) => d.panels.filter((p) => p.type !== 'row');
+const variableQuery = (v: Variable) => (typeof v.query === 'string' ? v.query : v.query.query);
+
+/** Every PromQL expression of the rendered rule and dashboard, as Prometheus receives it. */
+function expressionsOf(manifests: Manifest[]): UsedExpression[] {
+  const used: UsedExpression[] = rulesOf(manifests).map((r) => ({
+    where: `alert ${r.alert}`,
+    expr: r.expr,
+  }));
+  const dashboard = dashboardOf(manifests);
+  for (const panel of queryPanels(dashboard)) {
+    for (const target of panel.targets ?? []) {
+      used.push({
+        where: `panel "${panel.title}" ${target.refId}`,
+        expr: grafanaToPromql(target.expr),
+      });
+    }
+  }
+  for (const variable of dashboard.templating.list.filter((v) => v.type === 'query')) {
+    const labelValues = labelValuesQuery(variableQuery(variable));
+    if (!labelValues) throw new Error(`variable ${variable.name}: not a label_values() query`);
+    used.push({
+      where: `variable ${variable.name}`,
+      expr: `count by (${labelValues.label}) (${grafanaToPromql(labelValues.selector)})`,
+    });
+  }
+  return used;
+}
+
+beforeAll(async () => {
+  helmBinary();
+  const [defaults, enabled] = await Promise.all([renderChart(), renderChart({ set: ENABLED })]);
+  renders.set('default', defaults);
+  renders.set('enabled', enabled);
+}, 60_000);
+
+afterAll(() => cleanupHelmHome());
+
+describe('monitoring disabled (the default)', () => {
+  it('renders no PrometheusRule and no dashboard ConfigMap', () => {
+    const manifests = rendered('default');
+    expect(ofKind(manifests, 'PrometheusRule')).toEqual([]);
+    expect(
+      ofKind(manifests, 'ConfigMap').filter((m) => m.metadata.labels?.grafana_dashboard),
+    ).toEqual([]);
+  });
+});
+
+describe('monitoring.prometheusRule', () => {
+  it('renders one PrometheusRule that validates, labelled like the ServiceMonitor', () => {
+    const [rule] = ofKind(rendered('enabled'), 'PrometheusRule');
+    if (!rule) throw new Error('no PrometheusRule');
+    expect(() => validateManifest(rule)).not.toThrow();
+    expect(rule.metadata.namespace).toBe(NAMESPACE);
+    expect(rule.metadata.labels).toMatchObject({
+      'app.kubernetes.io/instance': RELEASE,
+      'app.kubernetes.io/part-of': 'interceptor-fleet',
+      release: 'kube-prometheus-stack',
+    });
+  });
+
+  it('has the fleet alerts, each with a severity, a summary, a description and a for duration', () => {
+    const rules = rulesOf(rendered('enabled'));
+    expect(rules.map((r) => r.alert).sort()).toEqual([...ALERTS].sort());
+    for (const rule of rules) {
+      expect(['critical', 'warning', 'info'], rule.alert).toContain(rule.labels?.severity);
+      expect(rule.annotations?.summary?.length, `${rule.alert} summary`).toBeGreaterThan(10);
+      expect(rule.annotations?.description?.length, `${rule.alert} description`).toBeGreaterThan(
+        40,
+      );
+      expect(rule.for, rule.alert).toMatch(/^[0-9]+(s|m|h)$/);
+    }
+  });
+
+  it('writes every expression in valid PromQL', () => {
+    for (const rule of rulesOf(rendered('enabled')))
+      expect(analyzePromql(rule.expr).errors, `${rule.alert}: ${rule.expr}`).toEqual([]);
+  });
+
+  it("selects only this release's series: its namespace and its Services as jobs", () => {
+    for (const rule of rulesOf(rendered('enabled'))) {
+      for (const selector of analyzePromql(rule.expr).selectors) {
+        const where = `${rule.alert} ${selector.metric}`;
+        const ns = selector.matchers.find((m) => m.label === 'namespace');
+        expect(ns, where).toEqual({ label: 'namespace', op: '=', value: NAMESPACE });
+        const job = selector.matchers.find((m) => m.label === 'job');
+        if (!job) throw new Error(`${where}: no job matcher`);
+        const jobs = job.op === '=' ? [job.value] : job.value.split('|');
+        expect(job.op === '=' || job.op === '=~', where).toBe(true);
+        for (const name of jobs)
+          expect(name, where).toMatch(new RegExp(`^${FULLNAME}-(${SERVICES.join('|')})$`));
+        if (
+          selector.metric.startsWith('fleet_request') ||
+          selector.metric.startsWith('fleet_chain')
+        )
+          expect(jobs, where).toEqual([`${FULLNAME}-orchestrator`]);
+      }
+    }
+    const down = ruleNamed(rendered('enabled'), 'FleetServiceDown');
+    const job = analyzePromql(down?.expr ?? '').selectors[0]?.matchers.find(
+      (m) => m.label === 'job',
+    );
+    expect(job?.value.split('|').sort()).toEqual(SERVICES.map((s) => `${FULLNAME}-${s}`).sort());
+  });
+
+  it('follows the services the release deploys', async () => {
+    const manifests = await renderChart({
+      set: [
+        ...ENABLED,
+        'piiRedactor.enabled=false',
+        'interceptors.extra[0].name=secrets-scanner',
+        'interceptors.extra[0].image=ghcr.io/acme/secrets-scanner:1.4.2',
+        'interceptors.extra[0].port=9000',
+      ],
+    });
+    const down = ruleNamed(manifests, 'FleetServiceDown');
+    const job = analyzePromql(down?.expr ?? '').selectors[0]?.matchers.find(
+      (m) => m.label === 'job',
+    );
+    const jobs = job?.value.split('|') ?? [];
+    expect(jobs).toContain(`${FULLNAME}-secrets-scanner`);
+    expect(jobs).not.toContain(`${FULLNAME}-pii-redactor`);
+  });
+
+  it('takes thresholds, the window, per-alert changes and extra alert labels from the values', async () => {
+    const manifests = await renderChart({
+      set: [
+        ...ENABLED,
+        'monitoring.prometheusRule.thresholds.requestLatencyP99Ms=750',
+        'monitoring.prometheusRule.window=15m',
+        'monitoring.prometheusRule.alerts.FleetRequestLatencyHigh.for=30m',
+        'monitoring.prometheusRule.alerts.FleetRequestLatencyHigh.severity=critical',
+        'monitoring.prometheusRule.alerts.FleetEventLoopDelayHigh.enabled=false',
+        'monitoring.prometheusRule.alertLabels.team=platform',
+      ],
+      // --set reads 0.2 as a string; the schema wants a number.
+      setJson: ['monitoring.prometheusRule.thresholds.errorRatio=0.2'],
+    });
+    const latency = ruleNamed(manifests, 'FleetRequestLatencyHigh');
+    expect(latency?.expr).toMatch(/> 750$/);
+    expect(latency?.expr).toContain('[15m]');
+    expect(latency?.for).toBe('30m');
+    expect(latency?.labels.severity).toBe('critical');
+    expect(ruleNamed(manifests, 'FleetGatewayErrorRatioHigh')?.expr).toMatch(/> 0\.2$/);
+    expect(ruleNamed(manifests, 'FleetEventLoopDelayHigh')).toBeUndefined();
+    for (const rule of rulesOf(manifests)) expect(rule.labels.team, rule.alert).toBe('platform');
+  });
+
+  it('leaves Prometheus templates in the annotations to Prometheus, naming only labels the alert keeps', () => {
+    const rules = rulesOf(rendered('enabled'));
+    expect(rules.some((r) => r.annotations.description?.includes('{{ $value'))).toBe(true);
+    for (const rule of rules) {
+      const kept = outputLabels(rule.expr);
+      const text = `${rule.annotations.summary} ${rule.annotations.description}`;
+      expect(text, rule.alert).not.toMatch(/<no value>|%!/);
+      for (const [, label] of text.matchAll(/\$labels\.([A-Za-z0-9_]+)/g)) {
+        if (kept) expect([...kept], `${rule.alert} keeps ${label}`).toContain(label);
+      }
+    }
+  });
+
+  it.each([
+    [
+      'an unknown alert',
+      'monitoring.prometheusRule.alerts.FleetEverythingOnFire.for=5m',
+      /FleetEverythingOnFire/,
+    ],
+    ['a misspelt key', 'monitoring.prometheusRule.enabeld=true', /enabeld/],
+    [
+      'an unknown severity',
+      'monitoring.prometheusRule.alerts.FleetServiceDown.severity=page',
+      /severity/,
+    ],
+    [
+      'a for that is no duration',
+      'monitoring.prometheusRule.alerts.FleetServiceDown.for=soon',
+      /for/,
+    ],
+    ['a negative threshold', 'monitoring.prometheusRule.thresholds.errorRatio=-1', /errorRatio/],
+    [
+      'a ratio above 1',
+      'monitoring.prometheusRule.thresholds.invocationFailureRatio=2',
+      /invocationFailureRatio/,
+    ],
+    ['a window that is no duration', 'monitoring.prometheusRule.window=5', /window/],
+    ['a misspelt dashboard key', 'monitoring.grafanaDashboard.lables.a=b', /lables/],
+  ])('refuses %s', async (_label, assignment, message) => {
+    const result = await runHelm([...templateArgs(), '--set', assignment]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema");
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+describe('monitoring.grafanaDashboard', () => {
+  it('renders a ConfigMap the Grafana sidecar picks up, holding one dashboard', () => {
+    const map = dashboardConfigMap(rendered('enabled'));
+    expect(() => validateManifest(map)).not.toThrow();
+    expect(map.metadata.namespace).toBe(NAMESPACE);
+    expect(map.metadata.labels).toMatchObject({
+      grafana_dashboard: '1',
+      'app.kubernetes.io/instance': RELEASE,
+    });
+    expect(dashboardOf(rendered('enabled')).title).toContain(RELEASE);
+  });
+
+  it('has panels with targets, unique ids, a layout on the grid and the data source variable', () => {
+    const dashboard = dashboardOf(rendered('enabled'));
+    const ids = dashboard.panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const panels = queryPanels(dashboard);
+    expect(panels.length).toBeGreaterThanOrEqual(12);
+    expect(dashboard.templating.list.find((v) => v.name === 'datasource')?.type).toBe('datasource');
+    for (const panel of panels) {
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      expect(panel.datasource?.uid, panel.title).toBe(grafanaVar('datasource'));
+      expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
+      const refIds = (panel.targets ?? []).map((t) => t.refId);
+      expect(new Set(refIds).size, panel.title).toBe(refIds.length);
+      for (const target of panel.targets ?? []) {
+        expect(target.expr.trim(), panel.title).not.toBe('');
+        // A legend names only labels the query keeps.
+        const kept = outputLabels(grafanaToPromql(target.expr));
+        for (const [, label] of (target.legendFormat ?? '').matchAll(
+          /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g,
+        ))
+          if (kept) expect([...kept], `${panel.title}: legend {{${label}}}`).toContain(label);
+      }
+    }
+  });
+
+  it('shows the gateway, the chain, the backends, the audit pipeline and the runtime', () => {
+    const metrics = new Set(
+      expressionsOf(rendered('enabled'))
+        .filter((e) => e.where.startsWith('panel'))
+        .flatMap((e) => analyzePromql(e.expr).selectors.map((s) => s.metric)),
+    );
+    expect([...metrics]).toEqual(
+      expect.arrayContaining([
+        'fleet_request_duration_count',
+        'fleet_request_duration_bucket',
+        'fleet_chain_aborts_total',
+        'fleet_interceptor_duration_bucket',
+        'fleet_backend_duration_count',
+        'fleet_audit_producer_records_total',
+        'fleet_audit_worker_records_total',
+        'fleet_audit_worker_store_unavailable',
+        'process_memory_usage',
+        'nodejs_eventloop_delay_p99',
+        'v8js_gc_duration_sum',
+      ]),
+    );
+    const chainAborts = queryPanels(dashboardOf(rendered('enabled')))
+      .flatMap((p) => p.targets ?? [])
+      .find((t) => t.expr.includes('fleet_chain_aborts_total'));
+    expect(chainAborts?.expr).toMatch(/by \(fleet_chain_abort_type, fleet_interceptor_name\)/);
+  });
+
+  it("is the chart's dashboards/interceptor-fleet.json with this release's uid, title and defaults", async () => {
+    const file = JSON.parse(
+      readFileSync(join(chartDir, 'dashboards/interceptor-fleet.json'), 'utf8'),
+    ) as Dashboard;
+    const ours = dashboardOf(rendered('enabled'));
+    expect(ours.panels).toEqual(file.panels);
+    expect(ours.uid).not.toBe(file.uid);
+    expect(ours.uid.length).toBeLessThanOrEqual(40);
+    const defaultOf = (d: Dashboard, name: string) =>
+      d.templating.list.find((v) => v.name === name)?.current?.value;
+    expect(defaultOf(ours, 'namespace')).toBe(NAMESPACE);
+    expect(defaultOf(ours, 'fleet')).toBe(FULLNAME);
+    const other = dashboardOf(
+      await renderChart({ set: [...ENABLED, 'fullnameOverride=other-fleet'] }),
+    );
+    expect(other.uid).not.toBe(ours.uid);
+  });
+
+  it('takes the sidecar label, extra labels, annotations and namespace from the values', async () => {
+    const map = dashboardConfigMap(
+      await renderChart({
+        set: [
+          ...ENABLED,
+          'monitoring.grafanaDashboard.sidecarLabel=grafana_dashboard_fleet',
+          'monitoring.grafanaDashboard.sidecarLabelValue=yes',
+          'monitoring.grafanaDashboard.labels.team=platform',
+          'monitoring.grafanaDashboard.annotations.grafana_folder=Interceptor Fleet',
+          'monitoring.grafanaDashboard.namespace=monitoring',
+        ],
+      }),
+    );
+    expect(map.metadata.labels).toMatchObject({ grafana_dashboard_fleet: 'yes', team: 'platform' });
+    expect(map.metadata.labels?.grafana_dashboard).toBeUndefined();
+    expect(map.metadata.annotations).toEqual({ grafana_folder: 'Interceptor Fleet' });
+    expect(map.metadata.namespace).toBe('monitoring');
+  });
+
+  it('writes every query in valid PromQL (Grafana interval macros replaced)', () => {
+    for (const { where, expr } of expressionsOf(rendered('enabled')).filter(
+      (e) => !e.where.startsWith('alert'),
+    ))
+      expect(analyzePromql(expr).errors, `${where}: ${expr}`).toEqual([]);
+  });
+});
+
+describe('the usage checker', () => {
+  const index = indexExposition(
+    [
+      '# TYPE fleet_chain_aborts_total counter',
+      'fleet_chain_aborts_total{fleet_chain_abort_type="validation",fleet_interceptor_name="p"} 1',
+      '# TYPE nodejs_eventloop_delay_p99 gauge',
+      'nodejs_eventloop_delay_p99 0.02',
+      '',
+    ].join('\n'),
+    'orchestrator',
+  );
+  it.each([
+    ['a syntax error', 'sum by (job (rate(fleet_chain_aborts_total[5m]))', /syntax error/],
+    ['an unknown metric', 'fleet_chain_abort_total', /no service exports fleet_chain_abort_total/],
+    [
+      'an unknown label',
+      'fleet_chain_aborts_total{fleet_abort_type="validation"}',
+      /has no label fleet_abort_type/,
+    ],
+    [
+      'an unknown label value',
+      'fleet_chain_aborts_total{fleet_chain_abort_type="valid"}',
+      /never served/,
+    ],
+    [
+      'a grouping label the metric lacks',
+      'sum by (mcp_method_name) (fleet_chain_aborts_total)',
+      /has no mcp_method_name/,
+    ],
+    [
+      'a grouping label dropped below',
+      'sum by (fleet_interceptor_name) (max by (job) (fleet_chain_aborts_total))',
+      /drops it/,
+    ],
+    [
+      'rate() over a gauge',
+      'rate(nodejs_eventloop_delay_p99[5m])',
+      /rate\(\) over nodejs_eventloop_delay_p99, a gauge/,
+    ],
+  ])('catches %s', (_label, expr, message) => {
+    const problems = usageProblems([{ where: 'test', expr }], index);
+    expect(problems.join('\n')).toMatch(message);
+  });
+
+  it('accepts target labels, up, documented values and labels kept on the way', () => {
+    expect(
+      usageProblems(
+        [
+          { where: 'a', expr: 'up{namespace="mcp", job=~"a|b"} == 0' },
+          {
+            where: 'b',
+            expr: 'sum by (pod, fleet_interceptor_name) (rate(fleet_chain_aborts_total{fleet_chain_abort_type=~"invocation|timeout|validation"}[5m]))',
+          },
+          { where: 'c', expr: 'max by (pod) (sum by (pod, job) (nodejs_eventloop_delay_p99))' },
+        ],
+        index,
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe("against the real services' /metrics", () => {
+  let run: FleetRun;
+  let index: MetricIndex;
+  beforeAll(async () => {
+    run = await scrapeRealFleet();
+    index = new Map();
+    for (const [service, text] of Object.entries(run.scrapes))
+      indexExposition(text, service, index);
+  }, 180_000);
+
+  it('scraped every service after allowed, denied, failing and refused calls', () => {
+    expect(Object.keys(run.scrapes).sort()).toEqual([...SERVICES].sort());
+    expect(run.answers.allowed?.result).toBeDefined();
+    expect(run.answers.denied?.error?.message).toMatch(/no adding/);
+    expect(run.answers.failing?.error).toBeDefined();
+    expect(run.answers.refused?.error?.code).toBe(-32603);
+    const abortTypes = index.get('fleet_chain_aborts_total')?.labels.get('fleet_chain_abort_type');
+    expect([...(abortTypes ?? [])]).toEqual(expect.arrayContaining(['validation', 'invocation']));
+  });
+
+  it('finds every metric, label and label value of the alerts and the dashboard', () => {
+    expect(usageProblems(expressionsOf(rendered('enabled')), index)).toEqual([]);
+  });
+});
