@@ -83,6 +83,18 @@ describe('closing while Redis is away', () => {
     expect(await timed(worker.close())).toBeLessThan(3000);
   });
 
+  it("the worker closes promptly when Redis is down with a reading of the queue's length outstanding", async () => {
+    const server = await startRedisServer();
+    const worker = startWorker(server.url);
+    await worker.waitUntilReady();
+    expect(await worker.jobCounts()).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0 });
+    await server.kill();
+    void worker.jobCounts().catch(() => undefined);
+    await pause(1500);
+    expect(await timed(worker.close())).toBeLessThan(3000);
+    await expect(worker.jobCounts()).rejects.toThrow(/closed/);
+  });
+
   it('retention closes within its closeTimeoutMs when Redis is down', async () => {
     const server = await startRedisServer();
     const retention = startRetention(server.url);

@@ -2,13 +2,20 @@
  * @fleet/audit: the audit record schema; the producer that queues records on BullMQ without
  * ever making a request wait (bounded buffer, spill journal, ordered replay); the worker that
  * validates, scrubs and stores them in batches, idempotently; the store (PostgreSQL, or
- * embedded PGlite) with its migrations, queries and statistics; and retention.
+ * embedded PGlite) with its migrations, queries and statistics; retention; and the
+ * pipeline's metrics (observable instruments on an OpenTelemetry meter).
  */
 
 export { AUDIT_RECORD_LIMITS, cutText, TRUNCATION_MARKER } from './bounds.ts';
 export { AuditJournalInUseError, assertJournalFree } from './journal.ts';
 export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';
 export { auditLoggerFrom, createStderrLogger } from './logger.ts';
+export type { AuditMetricSources, AuditMetricsMeter, AuditMetricsOptions } from './metrics.ts';
+export {
+  DEFAULT_QUEUE_COUNTS_MAX_AGE_MS,
+  DEFAULT_QUEUE_COUNTS_TIMEOUT_MS,
+  registerAuditMetrics,
+} from './metrics.ts';
 export type { Migration } from './migrations.ts';
 export { MIGRATIONS } from './migrations.ts';
 export type { AuditProducer, AuditProducerMetrics, AuditProducerOptions } from './producer.ts';
@@ -109,6 +116,7 @@ export {
   timestampIssue,
 } from './time.ts';
 export type {
+  AuditQueueCounts,
   AuditWorker,
   AuditWorkerHooks,
   AuditWorkerMetrics,

@@ -109,7 +109,12 @@ describe('audit producer with Redis up', () => {
     audit.enqueue(good);
     await audit.flush();
 
-    expect(audit.metrics()).toMatchObject({ rejected: 1, enqueued: 1, sent: 1 });
+    expect(audit.metrics()).toMatchObject({
+      rejected: 1,
+      rejectedBy: { invalidId: 1, unserialisable: 0 },
+      enqueued: 1,
+      sent: 1,
+    });
     expect(logger.entries).toContainEqual(
       expect.objectContaining({ level: 'error', message: 'audit records rejected' }),
     );
@@ -130,7 +135,12 @@ describe('audit producer with Redis up', () => {
     await audit.flush();
 
     expect(ids(await readJobs(SHARED_REDIS_URL, prefix))).toEqual([before.id, after.id]);
-    expect(audit.metrics()).toMatchObject({ rejected: 1, sent: 2, dropped: 0 });
+    expect(audit.metrics()).toMatchObject({
+      rejected: 1,
+      rejectedBy: { invalidId: 0, unserialisable: 1 },
+      sent: 2,
+      dropped: 0,
+    });
     expect(logger.entries).toContainEqual(
       expect.objectContaining({
         level: 'error',
@@ -176,7 +186,12 @@ describe('audit producer with Redis up', () => {
     await audit.flush();
 
     expect(ids(await readJobs(SHARED_REDIS_URL, prefix))).toEqual(ids(old));
-    expect(audit.metrics()).toMatchObject({ replayed: 3, dropped: 1, journalPending: 0 });
+    expect(audit.metrics()).toMatchObject({
+      replayed: 3,
+      dropped: 1,
+      droppedBy: { journalWrite: 0, journalRead: 1 },
+      journalPending: 0,
+    });
     expect(logger.entries).toContainEqual(
       expect.objectContaining({ level: 'error', fields: expect.objectContaining({ lost: 1 }) }),
     );
@@ -275,7 +290,13 @@ describe('audit producer with Redis away', () => {
     for (const record of makeRecords(5)) audit.enqueue(record);
     await audit.close();
 
-    expect(audit.metrics()).toMatchObject({ enqueued: 5, dropped: 5, journaled: 0, sent: 0 });
+    expect(audit.metrics()).toMatchObject({
+      enqueued: 5,
+      dropped: 5,
+      droppedBy: { journalWrite: 5, journalRead: 0 },
+      journaled: 0,
+      sent: 0,
+    });
     const lost = logger.entries.filter(
       (entry) => entry.level === 'error' && entry.message.startsWith('AUDIT RECORDS LOST'),
     );

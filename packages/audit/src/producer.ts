@@ -107,8 +107,18 @@ export interface AuditProducerMetrics {
   sendFailures: number;
   /** Records lost: the journal could not be written, or a journal line could not be read. */
   dropped: number;
+  /**
+   * `dropped` by cause: the journal could not be written (`journalWrite`), or lines of it
+   * could not be read back, a torn write (`journalRead`).
+   */
+  droppedBy: { journalWrite: number; journalRead: number };
   /** Records refused as unusable (no ULID `id`, or not serialisable). */
   rejected: number;
+  /**
+   * `rejected` by cause: no ULID `id` (`invalidId`, also a journal line without one), or not
+   * JSON-serialisable (`unserialisable`).
+   */
+  rejectedBy: { invalidId: number; unserialisable: number };
   /** True while the Redis connection is up. */
   connected: boolean;
 }
@@ -145,6 +155,12 @@ const QUIT_TIMEOUT_MS = 1000;
 const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$/;
 
 type SendResult = { ok: true } | { ok: false; error: unknown };
+
+/** What the `audit records rejected` log line says for each cause. */
+const REJECT_WHY = {
+  invalidId: 'no ULID id',
+  unserialisable: 'not serialisable',
+} as const;
 
 function checkNumber(name: string, value: number, min: number): number {
   if (!Number.isFinite(value) || value < min)
@@ -264,9 +280,9 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     sent: 0,
     batches: 0,
     sendFailures: 0,
-    dropped: 0,
-    rejected: 0,
   };
+  const droppedBy = { journalWrite: 0, journalRead: 0 };
+  const rejectedBy = { invalidId: 0, unserialisable: 0 };
   let pumping: Promise<void> | undefined;
   let flushTimer: NodeJS.Timeout | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -329,8 +345,12 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   };
   const hasWork = (): boolean => memory.length > 0 || spilling > 0 || journal.pending > 0;
 
-  const reject = (records: readonly unknown[], why: string): void => {
-    counters.rejected += records.length;
+  const reject = (
+    records: readonly unknown[],
+    cause: keyof typeof rejectedBy,
+    why: string = REJECT_WHY[cause],
+  ): void => {
+    rejectedBy[cause] += records.length;
     logger.error('audit records rejected', {
       why,
       count: records.length,
@@ -414,13 +434,13 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     try {
       const { written, unserializable } = await journal.append(records);
       counters.journaled += written;
-      if (unserializable.length > 0) reject(unserializable, 'not serialisable');
+      if (unserializable.length > 0) reject(unserializable, 'unserialisable');
     } catch (error) {
-      counters.dropped += records.length;
+      droppedBy.journalWrite += records.length;
       logger.error('AUDIT RECORDS LOST: the journal cannot be written', {
         path: journal.path,
         lost: records.length,
-        lostTotal: counters.dropped,
+        lostTotal: droppedBy.journalWrite + droppedBy.journalRead,
         error: errorFields(error),
       });
     } finally {
@@ -445,10 +465,11 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     if (records.length < batch.records.length)
       reject(
         batch.records.filter((record) => !hasUlidId(record)),
+        'invalidId',
         'journal line without a ULID id',
       );
     if (batch.corrupt > 0) {
-      counters.dropped += batch.corrupt;
+      droppedBy.journalRead += batch.corrupt;
       logger.error('AUDIT RECORDS LOST: unreadable journal lines skipped (a torn write)', {
         path: journal.path,
         lost: batch.corrupt,
@@ -471,7 +492,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
       const bad = new Set(batch.filter((record) => !isSerialisable(record)));
       if (bad.size > 0) {
         memory = memory.filter((record) => !bad.has(record));
-        reject([...bad], 'not serialisable');
+        reject([...bad], 'unserialisable');
         return true;
       }
     }
@@ -572,13 +593,13 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     try {
       const { written, unserializable } = journal.appendSync([record]);
       counters.journaled += written;
-      if (unserializable.length > 0) reject(unserializable, 'not serialisable');
+      if (unserializable.length > 0) reject(unserializable, 'unserialisable');
     } catch (error) {
-      counters.dropped++;
+      droppedBy.journalWrite++;
       logger.error('AUDIT RECORDS LOST: the journal cannot be written', {
         path: journal.path,
         lost: 1,
-        lostTotal: counters.dropped,
+        lostTotal: droppedBy.journalWrite + droppedBy.journalRead,
         error: errorFields(error),
       });
     }
@@ -587,7 +608,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   return {
     enqueue(record) {
       if (!hasUlidId(record)) {
-        reject([record], 'no ULID id');
+        reject([record], 'invalidId');
         return;
       }
       counters.enqueued++;
@@ -657,6 +678,10 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     metrics() {
       return {
         ...counters,
+        dropped: droppedBy.journalWrite + droppedBy.journalRead,
+        droppedBy: { ...droppedBy },
+        rejected: rejectedBy.invalidId + rejectedBy.unserialisable,
+        rejectedBy: { ...rejectedBy },
         buffered: memory.length,
         journalPending: journal.pending,
         connected: state !== 'closed' && client.status === 'ready',

@@ -46,3 +46,24 @@ export async function waitFor(
     await new Promise((tick) => setTimeout(tick, 20));
   }
 }
+
+/**
+ * The value of one series in Prometheus text (a service's `/metrics`): the first sample of
+ * `metric` whose labels include `labels`, or `undefined` when there is none.
+ */
+export function metricSample(
+  text: string,
+  metric: string,
+  labels: Readonly<Record<string, string>> = {},
+): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== metric) continue;
+    const found = new Map(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
+    if (Object.entries(labels).every(([key, value]) => found.get(key) === value))
+      return Number(match[3]);
+  }
+  return undefined;
+}

@@ -138,6 +138,25 @@ function refusing(ids: readonly string[]): AuditStore {
   };
 }
 
+/**
+ * The store `inner` (default the real PostgreSQL store), except that it refuses every insert
+ * holding the record `id`, with an error that is no data exception (no SQLSTATE class 22),
+ * until that record was refused once on its own; it delegates everything else.
+ */
+function refusingOnce(id: string, inner: AuditStore = t.store): AuditStore {
+  let refusedAlone = false;
+  return {
+    ...inner,
+    insertBatch: (batch) => {
+      if (!refusedAlone && batch.some((r) => r.id === id)) {
+        refusedAlone = batch.length === 1;
+        return Promise.reject(new Error('lock timeout'));
+      }
+      return inner.insertBatch(batch);
+    },
+  };
+}
+
 /** Jobs of the queue that completed or failed for good. */
 async function settled(q: Queue): Promise<number> {
   const counts = await q.getJobCounts('completed', 'failed');
@@ -617,27 +636,74 @@ describe('audit worker', () => {
     const q = queue(prefix, FAST_RETRIES);
     const records = makeRecords(10);
     const victim = records[4] as AuditRecord;
-    // A wrapper of the real PostgreSQL store that refuses every insert holding one record id,
-    // with an error that is no data exception (no SQLSTATE class 22), until that record was
-    // refused once on its own; it delegates everything else.
-    let refusedAlone = false;
-    const picky: AuditStore = {
-      ...t.store,
-      insertBatch: (batch) => {
-        if (!refusedAlone && batch.some((r) => r.id === victim.id)) {
-          refusedAlone = batch.length === 1;
-          return Promise.reject(new Error('lock timeout'));
-        }
-        return t.store.insertBatch(batch);
-      },
-    };
     await add(q, records);
-    const w = worker({ prefix, store: picky });
+    const w = worker({ prefix, store: refusingOnce(victim.id) });
     await waitFor(async () => (await settled(q)) === 10, 'every job done or failed');
     expect(await storedIds(t.store)).toEqual(sortedIds(records));
     expect(await q.getFailedCount()).toBe(0);
     expect((await q.getJob(victim.id))?.attemptsMade).toBe(2);
     expect(w.metrics()).toMatchObject({ inserted: 10, refused: 1 });
+  });
+
+  it("counts its jobs completed, retried and failed, and reads the queue's length by state", async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix, FAST_RETRIES);
+    const records = makeRecords(6);
+    const [bad, victim] = records as [AuditRecord, AuditRecord];
+    // The real store, refusing `bad` by its data (its job fails at once) and `victim` once
+    // with an error that is no data exception (its job is retried, then completes).
+    const store = refusingOnce(victim.id, refusing([bad.id]));
+    const w = worker({ prefix, store, autorun: false });
+    await add(q, records);
+    await add(q, [{ kind: 'not a record' }], () => 'malformed');
+    const later = makeRecords(2, 6);
+    await q.addBulk(
+      later.map((data) => ({
+        name: AUDIT_JOB_NAME,
+        data,
+        opts: { jobId: data.id, delay: 3_600_000 },
+      })),
+    );
+    expect(await w.jobCounts()).toEqual({ waiting: 7, active: 0, delayed: 2, failed: 0 });
+
+    w.run();
+    await waitFor(async () => (await settled(q)) === 7, 'every waiting job done or failed');
+    await waitFor(() => w.metrics().completedJobs === 5, 'the completions to be counted');
+    expect(w.metrics()).toMatchObject({
+      completedJobs: 5,
+      retriedJobs: 1,
+      failedJobs: 2,
+      processed: 5,
+      refused: 2,
+      malformed: 1,
+    });
+    expect(await w.jobCounts()).toEqual({ waiting: 0, active: 0, delayed: 2, failed: 2 });
+    // A paused queue's jobs are waiting too.
+    await q.pause();
+    await add(q, makeRecords(3, 8));
+    expect(await w.jobCounts()).toEqual({ waiting: 3, active: 0, delayed: 2, failed: 2 });
+  });
+
+  it("answers a reading of the queue's length made while Redis is down once it is back", async () => {
+    const server = await startRedisServer();
+    const w = worker({ connection: server.url, prefix: uniquePrefix(server.url) });
+    await w.waitUntilReady();
+    await w.jobCounts();
+    await server.kill();
+    let answer: unknown;
+    void w.jobCounts().then(
+      (counts) => {
+        answer = counts;
+      },
+      (error: unknown) => {
+        answer = error;
+      },
+    );
+    await new Promise((tick) => setTimeout(tick, 1000));
+    expect(answer).toBeUndefined();
+    await server.start();
+    await waitFor(() => answer !== undefined, 'the reading to be answered', 10_000);
+    expect(answer).toEqual({ waiting: 0, active: 0, delayed: 0, failed: 0 });
   });
 
   it('refuses option values out of range', () => {

@@ -27,7 +27,7 @@
  * exception (SQLSTATE class 22), which would recur, else retried with the job's backoff.
  */
 import { type Attributes, type Link, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { closeWorkerPromptly, raceTimeout } from './closing.ts';
 import {
@@ -142,10 +142,34 @@ export interface AuditWorkerMetrics {
   batches: number;
   /** Texts the scrubber failed on (stored blanked instead). */
   scrubFailures: number;
+  /** Jobs this worker completed (acknowledged once their records were stored). */
+  completedJobs: number;
+  /** Job attempts that failed and that BullMQ tries again, after the job's backoff. */
+  retriedJobs: number;
+  /**
+   * Jobs moved to the failed set: malformed or refused records (at once), or their attempts
+   * spent.
+   */
+  failedJobs: number;
   /** Records waiting in the current batch or being inserted (held ones included). */
   pending: number;
   /** True while an insert failed and the store has not answered since: records are held. */
   storeUnavailable: boolean;
+}
+
+/**
+ * Jobs in the audit queue by state. A job holds one record, or a producer's batch of them
+ * (`batchJobs`), so these count jobs, not records.
+ */
+export interface AuditQueueCounts {
+  /** Waiting to be taken (those of a paused queue included). */
+  waiting: number;
+  /** Taken by a worker, not yet acknowledged (held through a store outage included). */
+  active: number;
+  /** Waiting for a retry's backoff (or a delay a producer set). */
+  delayed: number;
+  /** In the failed set (kept a week, `removeOnFail`). */
+  failed: number;
 }
 
 /** A running worker. */
@@ -158,6 +182,12 @@ export interface AuditWorker {
   isRunning(): boolean;
   /** A snapshot of the counters. */
   metrics(): AuditWorkerMetrics;
+  /**
+   * Read the queue's jobs by state from Redis (BullMQ `getJobCounts`: one round trip, a
+   * command per state). While Redis is away it waits for the connection, like every command
+   * of the worker: bound it, and do not call it per record.
+   */
+  jobCounts(): Promise<AuditQueueCounts>;
   /**
    * Stop taking jobs, insert what is batched, wait for in-flight jobs (at most
    * `closeTimeoutMs`, not at all while Redis is away), close connections. Resolves promptly
@@ -256,6 +286,9 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     failedBatches: 0,
     batches: 0,
     scrubFailures: 0,
+    completedJobs: 0,
+    retriedJobs: 0,
+    failedJobs: 0,
   };
   const batch: Parked[] = [];
   let inserting = 0;
@@ -535,6 +568,18 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
     lastErrorLog = now;
     logger.warn('audit worker error', { queue: queueName, error: errorFields(error) });
   });
+  worker.on('completed', () => {
+    counters.completedJobs++;
+  });
+  // BullMQ emits 'failed' for every failed attempt; one that ended in the failed set has
+  // finished (a retried one waits, delayed, for another attempt).
+  worker.on('failed', (job) => {
+    if (!job) return;
+    if (job.finishedOn === undefined) counters.retriedJobs++;
+    else counters.failedJobs++;
+  });
+  // Reads the queue's length on the worker's connection; created on first use.
+  let countsQueue: Queue | undefined;
 
   let closing: Promise<void> | undefined;
   return {
@@ -550,6 +595,33 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
       pending: batch.length + inserting,
       storeUnavailable: outage !== undefined,
     }),
+    async jobCounts() {
+      if (closed) throw new Error('the audit worker is closed');
+      if (!countsQueue) {
+        countsQueue = new Queue(queueName, {
+          connection: client,
+          ...(prefix === undefined ? {} : { prefix }),
+          skipVersionCheck: true,
+        });
+        // Connection errors are the worker's own (handled above).
+        countsQueue.on('error', () => undefined);
+      }
+      // A paused queue keeps its jobs waiting (BullMQ 6 has no separate paused list).
+      const counts = await countsQueue.getJobCounts(
+        'waiting',
+        'prioritized',
+        'active',
+        'delayed',
+        'failed',
+      );
+      const count = (state: string): number => counts[state] ?? 0;
+      return {
+        waiting: count('waiting') + count('prioritized'),
+        active: count('active'),
+        delayed: count('delayed'),
+        failed: count('failed'),
+      };
+    },
     close() {
       closing ??= (async () => {
         // worker.close() waits for active jobs, which wait for their batch: insert it now.
@@ -562,6 +634,7 @@ export function createAuditWorker(options: AuditWorkerOptions): AuditWorker {
           await closeWorkerPromptly({
             what: 'audit worker',
             worker,
+            ...(countsQueue ? { queue: countsQueue } : {}),
             client,
             timeoutMs: closeTimeoutMs,
             force: storeAway,

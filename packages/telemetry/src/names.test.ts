@@ -54,6 +54,9 @@ describe('FLEET_NAMES', () => {
         'fleet.chain.event',
         'fleet.chain.status',
         'fleet.chain.stage',
+        'fleet.audit.outcome',
+        'fleet.audit.reason',
+        'fleet.audit.job.state',
       ]),
     );
     expect(METRIC).toEqual({
@@ -63,6 +66,16 @@ describe('FLEET_NAMES', () => {
       CHAIN_ABORTS: 'fleet.chain.aborts',
       BACKEND_DURATION: 'fleet.backend.duration',
       AUDIT_RECORDS: 'fleet.audit.records',
+      AUDIT_PRODUCER_RECORDS: 'fleet.audit.producer.records',
+      AUDIT_PRODUCER_BATCHES: 'fleet.audit.producer.batches',
+      AUDIT_PRODUCER_PENDING: 'fleet.audit.producer.pending',
+      AUDIT_PRODUCER_CONNECTED: 'fleet.audit.producer.connected',
+      AUDIT_WORKER_RECORDS: 'fleet.audit.worker.records',
+      AUDIT_WORKER_BATCHES: 'fleet.audit.worker.batches',
+      AUDIT_WORKER_JOBS: 'fleet.audit.worker.jobs',
+      AUDIT_WORKER_PENDING: 'fleet.audit.worker.pending',
+      AUDIT_WORKER_STORE_UNAVAILABLE: 'fleet.audit.worker.store_unavailable',
+      AUDIT_QUEUE_JOBS: 'fleet.audit.queue.jobs',
     });
     expect(QUEUE.AUDIT).toBe('fleet-audit');
   });

@@ -85,8 +85,22 @@ export const FLEET_NAMES = {
     FLEET_CHAIN_ABORT_TYPE: 'fleet.chain.abort.type',
     /** How the gateway answered a request: `ok` `denied` `error`. */
     FLEET_REQUEST_STATUS: 'fleet.request.status',
-    /** Where an audit record went: `enqueued` `buffered` `journaled` `replayed` `dropped` `stored`. */
+    /**
+     * What happened to audit records or jobs, on the `fleet.audit.*` counters: producer records
+     * `enqueued` `sent` `journaled` `replayed` `dropped` `rejected`; producer batches `sent`
+     * `failed`; worker records `processed` `inserted` `duplicate` `malformed` `refused`
+     * `scrub_failed`; worker batches `committed` `failed`; worker jobs `completed` `retried`
+     * `failed`.
+     */
     FLEET_AUDIT_OUTCOME: 'fleet.audit.outcome',
+    /**
+     * Why the producer lost audit records, beside `fleet.audit.outcome` `dropped`
+     * (`journal_write`: the journal could not be written; `journal_read`: a journal line could
+     * not be read back) and `rejected` (`invalid_id`: no ULID id; `unserialisable`).
+     */
+    FLEET_AUDIT_REASON: 'fleet.audit.reason',
+    /** State of the jobs in the audit queue: `waiting` (paused included) `active` `delayed` `failed`. */
+    FLEET_AUDIT_JOB_STATE: 'fleet.audit.job.state',
     /** Id of an audit record (its idempotency key). */
     FLEET_AUDIT_RECORD_ID: 'fleet.audit.record.id',
     /** Messaging system of the audit queue: `bullmq` (semconv). */
@@ -115,8 +129,51 @@ export const FLEET_NAMES = {
     CHAIN_ABORTS: 'fleet.chain.aborts',
     /** Histogram (ms): one call to an MCP backend, by backend, method and status. */
     BACKEND_DURATION: 'fleet.backend.duration',
-    /** Counter: audit records, by where they went. */
+    /**
+     * Counter: audit records, by where they went. Not recorded by any service (the audit
+     * pipeline is counted by the `AUDIT_PRODUCER_*` and `AUDIT_WORKER_*` instruments below), so
+     * absent from /metrics; kept while `createFleetMetrics` still offers `countAuditRecord`.
+     * @deprecated Use {@link FLEET_NAMES.metric.AUDIT_PRODUCER_RECORDS} or
+     * {@link FLEET_NAMES.metric.AUDIT_WORKER_RECORDS}.
+     */
     AUDIT_RECORDS: 'fleet.audit.records',
+    /**
+     * Counter ({record}): records a process's audit producer handled, by `fleet.audit.outcome`
+     * (`enqueued` `sent` `journaled` `replayed`; `dropped` and `rejected` also by
+     * `fleet.audit.reason`). Observed from the producer's counters at collection.
+     */
+    AUDIT_PRODUCER_RECORDS: 'fleet.audit.producer.records',
+    /** Counter ({batch}): the producer's sends to Redis (`addBulk`), `fleet.audit.outcome` `sent` | `failed`. */
+    AUDIT_PRODUCER_BATCHES: 'fleet.audit.producer.batches',
+    /**
+     * Gauge ({record}): records waiting in the producer for Redis, by `state` (`memory`,
+     * `journal`; an undotted label the chart's queries already use).
+     */
+    AUDIT_PRODUCER_PENDING: 'fleet.audit.producer.pending',
+    /** Gauge: 1 while the producer's Redis connection is up, else 0. */
+    AUDIT_PRODUCER_CONNECTED: 'fleet.audit.producer.connected',
+    /**
+     * Counter ({record}): records a process's audit worker handled, by `fleet.audit.outcome`
+     * (`processed`: stored, now or before; `inserted` `duplicate` `malformed` `refused`
+     * `scrub_failed`).
+     */
+    AUDIT_WORKER_RECORDS: 'fleet.audit.worker.records',
+    /** Counter ({batch}): the worker's insert statements, `fleet.audit.outcome` `committed` | `failed`. */
+    AUDIT_WORKER_BATCHES: 'fleet.audit.worker.batches',
+    /**
+     * Counter ({job}): queue jobs the worker finished, by `fleet.audit.outcome` (`completed`;
+     * `retried`: an attempt failed and BullMQ tries again; `failed`: moved to the failed set).
+     */
+    AUDIT_WORKER_JOBS: 'fleet.audit.worker.jobs',
+    /** Gauge ({record}): records the worker holds (batched, being inserted, or held in an outage). */
+    AUDIT_WORKER_PENDING: 'fleet.audit.worker.pending',
+    /** Gauge: 1 while the worker holds records because the audit store does not answer, else 0. */
+    AUDIT_WORKER_STORE_UNAVAILABLE: 'fleet.audit.worker.store_unavailable',
+    /**
+     * Gauge ({job}): jobs in the audit queue, by `fleet.audit.job.state`, read from Redis by
+     * the worker side at most every few seconds. The same for every process on the queue.
+     */
+    AUDIT_QUEUE_JOBS: 'fleet.audit.queue.jobs',
   },
   /**
    * Node.js runtime and process metrics, observed by every service started with

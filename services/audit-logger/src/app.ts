@@ -41,8 +41,6 @@ export {
 } from './interceptor.ts';
 export type { Logger } from './logger.ts';
 export { auditLoggerOf, createLogger, silentLogger } from './logger.ts';
-export type { AuditMetricSources } from './metrics.ts';
-export { AUDIT_METRIC, registerAuditMetrics } from './metrics.ts';
 export { createViewerRouter, DEFAULT_PUBLIC_DIR } from './viewer/index.ts';
 
 /** A node request handler (e.g. the telemetry's Prometheus handler). */

@@ -9,7 +9,7 @@
  * Env: the keys of the schema in config.ts (`AUDIT_LOGGER_VARIABLES`), plus OTEL_*; README.md
  * has the table.
  */
-import { createAuditProducer } from '@fleet/audit';
+import { createAuditProducer, registerAuditMetrics } from '@fleet/audit';
 import { listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
@@ -20,7 +20,6 @@ import {
   createAuditLoggerApp,
   createLogger,
   parseAuditLoggerEnv,
-  registerAuditMetrics,
 } from './app.ts';
 import { checkLocks, type Drain, openStore, orExit, startDrain } from './store-side.ts';
 

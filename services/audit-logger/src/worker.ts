@@ -10,6 +10,7 @@
  * means PGlite under .fleet/, which only one process may open: run the audit-logger with
  * AUDIT_WORKER=false against PostgreSQL instead.
  */
+import { registerAuditMetrics } from '@fleet/audit';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
@@ -19,7 +20,6 @@ import {
   createLogger,
   createWorkerHttpApp,
   parseAuditWorkerEnv,
-  registerAuditMetrics,
 } from './app.ts';
 import { openStore, orExit, startDrain } from './store-side.ts';
 

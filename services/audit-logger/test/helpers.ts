@@ -59,14 +59,22 @@ export async function openSchemaStore(): Promise<{
     schema,
     async drop() {
       await store.close();
-      // pg is the audit package's dependency, not this service's: load it from there.
-      const pg = workspaceRequire('packages/audit')('pg') as PgModule;
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await client.end();
+      await runSql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   };
+}
+
+/** Run SQL statements on the test database ({@link DATABASE_URL}). */
+export async function runSql(sql: string): Promise<void> {
+  // pg is the audit package's dependency, not this service's: load it from there.
+  const pg = workspaceRequire('packages/audit')('pg') as PgModule;
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
 }
 
 interface PgModule {

@@ -11,7 +11,7 @@
 import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { auditLoggerFrom, createAuditProducer } from '@fleet/audit';
+import { auditLoggerFrom, createAuditProducer, registerAuditMetrics } from '@fleet/audit';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -80,6 +80,8 @@ const producer = config.audit.enabled
       logger: auditLoggerFrom(log),
     })
   : undefined;
+// Read from the producer's counters at each /metrics scrape: nothing per record.
+if (producer) registerAuditMetrics(telemetry.meter, { producer });
 
 const orchestrator = createOrchestrator({
   config,
