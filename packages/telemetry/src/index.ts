@@ -24,7 +24,6 @@ export { currentTraceIds, recordSpanError, safeSetAttributes, withSpan } from '.
 export { DEFAULT_OTLP_TRACES_URL, startTelemetry, telemetryOptionsFromEnv } from './telemetry.ts';
 export type {
   AbortMetricAttributes,
-  AuditMetricAttributes,
   BackendMetricAttributes,
   ChainMetricAttributes,
   FleetMetrics,

@@ -84,11 +84,10 @@ describe('createFleetMetrics', () => {
     }
   });
 
-  it('counts aborts and audit records, leaving out attributes that were not given', async () => {
+  it('counts aborts, leaving out attributes that were not given', async () => {
     const { fleet, collect } = setup();
     fleet.countAbort({ type: 'timeout', phase: 'request' });
     fleet.countAbort({ type: 'timeout', phase: 'request' });
-    fleet.countAuditRecord({ outcome: 'enqueued' }, 5);
     const metrics = await collect();
     const aborts = metrics.get(METRIC.CHAIN_ABORTS);
     expect(aborts?.dataPointType).toBe(DataPointType.SUM);
@@ -97,9 +96,6 @@ describe('createFleetMetrics', () => {
         attributes: { 'fleet.chain.abort.type': 'timeout', 'fleet.chain.phase': 'request' },
         value: 2,
       }),
-    ]);
-    expect(metrics.get(METRIC.AUDIT_RECORDS)?.dataPoints).toEqual([
-      expect.objectContaining({ attributes: { 'fleet.audit.outcome': 'enqueued' }, value: 5 }),
     ]);
   });
 
@@ -127,7 +123,6 @@ describe('createFleetMetrics', () => {
       fleet.recordInterceptor(1, { interceptor: 'i', outcome: 'allowed' });
       fleet.countAbort({ type: 'validation' });
       fleet.recordBackend(1, { backend: 'b', method: 'm', status: 'ok' });
-      fleet.countAuditRecord({ outcome: 'dropped' });
     }).not.toThrow();
   });
 

@@ -58,9 +58,6 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
   const aborts: Counter = meter.createCounter(METRIC.CHAIN_ABORTS, {
     description: 'Interceptor chains that aborted',
   });
-  const audit: Counter = meter.createCounter(METRIC.AUDIT_RECORDS, {
-    description: 'Audit records by where they went',
-  });
 
   return {
     recordRequest: (durationMs, a) =>
@@ -122,7 +119,5 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
           }),
         ),
       ),
-    countAuditRecord: (a, count = 1) =>
-      guarded(() => audit.add(count, attributes({ [ATTR.FLEET_AUDIT_OUTCOME]: a.outcome }))),
   };
 }

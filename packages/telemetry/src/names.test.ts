@@ -65,7 +65,6 @@ describe('FLEET_NAMES', () => {
       INTERCEPTOR_DURATION: 'fleet.interceptor.duration',
       CHAIN_ABORTS: 'fleet.chain.aborts',
       BACKEND_DURATION: 'fleet.backend.duration',
-      AUDIT_RECORDS: 'fleet.audit.records',
       AUDIT_PRODUCER_RECORDS: 'fleet.audit.producer.records',
       AUDIT_PRODUCER_BATCHES: 'fleet.audit.producer.batches',
       AUDIT_PRODUCER_PENDING: 'fleet.audit.producer.pending',

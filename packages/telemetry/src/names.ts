@@ -130,14 +130,6 @@ export const FLEET_NAMES = {
     /** Histogram (ms): one call to an MCP backend, by backend, method and status. */
     BACKEND_DURATION: 'fleet.backend.duration',
     /**
-     * Counter: audit records, by where they went. Not recorded by any service (the audit
-     * pipeline is counted by the `AUDIT_PRODUCER_*` and `AUDIT_WORKER_*` instruments below), so
-     * absent from /metrics; kept while `createFleetMetrics` still offers `countAuditRecord`.
-     * @deprecated Use {@link FLEET_NAMES.metric.AUDIT_PRODUCER_RECORDS} or
-     * {@link FLEET_NAMES.metric.AUDIT_WORKER_RECORDS}.
-     */
-    AUDIT_RECORDS: 'fleet.audit.records',
-    /**
      * Counter ({record}): records a process's audit producer handled, by `fleet.audit.outcome`
      * (`enqueued` `sent` `journaled` `replayed`; `dropped` and `rejected` also by
      * `fleet.audit.reason`). Observed from the producer's counters at collection.

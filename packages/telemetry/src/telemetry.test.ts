@@ -631,10 +631,10 @@ describe('startTelemetry: runtime metrics', () => {
 
   it('serves none of them with runtimeMetrics: false', async () => {
     const telemetry = start({ serviceName: 'svc', runtimeMetrics: false });
-    telemetry.metrics.countAuditRecord({ outcome: 'stored' });
+    telemetry.metrics.countAbort({ type: 'validation' });
     const base = await serve(telemetry.metricsHandler);
     const text = await (await fetch(`${base}/metrics`)).text();
-    expect(text).toContain('fleet_audit_records_total');
+    expect(text).toContain('fleet_chain_aborts_total');
     for (const name of Object.values(RUNTIME_METRIC))
       expect(text, name).not.toContain(name.replaceAll('.', '_'));
   });

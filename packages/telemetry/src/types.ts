@@ -181,12 +181,6 @@ export interface BackendMetricAttributes {
   errorType?: string;
 }
 
-/** Attributes of {@link FleetMetrics.countAuditRecord}. */
-export interface AuditMetricAttributes {
-  /** `enqueued` | `buffered` | `journaled` | `replayed` | `dropped` | `stored`. */
-  outcome: string;
-}
-
 /**
  * The fleet's metric instruments with typed attributes. Recording never throws: a failure
  * inside the SDK is swallowed.
@@ -202,6 +196,4 @@ export interface FleetMetrics {
   countAbort(attributes: AbortMetricAttributes): void;
   /** `fleet.backend.duration` (ms). */
   recordBackend(durationMs: number, attributes: BackendMetricAttributes): void;
-  /** `fleet.audit.records` += `count` (default 1). */
-  countAuditRecord(attributes: AuditMetricAttributes, count?: number): void;
 }

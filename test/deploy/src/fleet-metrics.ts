@@ -201,14 +201,16 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       failing: await client.call('throw', {}),
       refused: undefined,
     };
-    // The worker stores what the audit-logger and the orchestrator queued.
-    await until(
-      async () =>
-        /fleet_audit_worker_records_total\{[^}]*"inserted"[^}]*\} [1-9]/.test(
-          await metricsOf(auditWorker),
-        ),
-      'the audit worker to store records',
-    );
+    // The worker stores what the audit-logger and the orchestrator queued, and has read the
+    // queue's length (fleet_audit_queue_jobs is left out of a scrape that the read outlasts).
+    await until(async () => {
+      const text = await metricsOf(auditWorker);
+      return (
+        /fleet_audit_worker_records_total\{[^}]*"inserted"[^}]*\} [1-9]/.test(text) &&
+        /fleet_audit_worker_jobs_total\{[^}]*"completed"[^}]*\} [1-9]/.test(text) &&
+        /^fleet_audit_queue_jobs\{/m.test(text)
+      );
+    }, 'the audit worker to store records and read the queue');
     const scrapes: FleetScrapes = {};
     for (const service of [pii, policy, auditLogger, auditWorker])
       scrapes[service.service] = await metricsOf(service);

@@ -42,6 +42,7 @@ const ALERTS = [
   'FleetAuditRecordsLost',
   'FleetAuditStoreUnavailable',
   'FleetAuditBacklog',
+  'FleetAuditProducerDisconnected',
   'FleetEventLoopDelayHigh',
 ];
 const SERVICES = [
@@ -363,6 +364,9 @@ describe('monitoring.grafanaDashboard', () => {
         'fleet_audit_producer_records_total',
         'fleet_audit_worker_records_total',
         'fleet_audit_worker_store_unavailable',
+        'fleet_audit_producer_batches_total',
+        'fleet_audit_worker_jobs_total',
+        'fleet_audit_queue_jobs',
         'process_memory_usage',
         'nodejs_eventloop_delay_p99',
         'v8js_gc_duration_sum',
@@ -461,6 +465,15 @@ describe('the usage checker', () => {
   ])('catches %s', (_label, expr, message) => {
     const problems = usageProblems([{ where: 'test', expr }], index);
     expect(problems.join('\n')).toMatch(message);
+  });
+
+  it('keeps the labels of either side of an or, and only the common ones of other operators', () => {
+    expect(outputLabels('sum by (pod, a) (x) > 0\nor\nsum by (pod) (y) > 0')).toEqual(
+      new Set(['pod', 'a']),
+    );
+    expect(outputLabels('sum by (pod, a) (x) / sum by (pod) (y)')).toEqual(new Set(['pod']));
+    expect(outputLabels('max(x) > 1 or sum by (pod) (y) > 2')).toEqual(new Set(['pod']));
+    expect(outputLabels('x > 1 or sum without (a) (y)')).toBeUndefined();
   });
 
   it('accepts target labels, up, documented values and labels kept on the way', () => {

@@ -181,28 +181,33 @@ export function labelValuesQuery(query: string): { selector: string; label: stri
 /**
  * Labels the result of an expression keeps, as far as its outermost aggregations say: the
  * intersection of their `by` labels, or `undefined` when no aggregation limits them (then
- * the result has the labels of its series).
+ * the result has the labels of its series). The sides of an `or` are separate series, so
+ * there a label either side keeps counts (an alert's annotation may name it, guarded with
+ * `{{ with $labels.x }}`, for the series that carry it).
  */
 export function outputLabels(expr: string): Set<string> | undefined {
   const tree = parser.parse(expr);
-  const outermost: SyntaxNode[] = [];
-  const visit = (node: SyntaxNode) => {
-    if (node.name === 'AggregateExpr') {
-      outermost.push(node);
-      return;
-    }
-    for (const child of children(node)) visit(child);
+  const unlimited = Symbol('unlimited');
+  type Kept = Set<string> | typeof unlimited | undefined;
+  const both = (a: Kept, b: Kept, union: boolean): Kept => {
+    if (a === undefined) return b;
+    if (b === undefined) return a;
+    if (a === unlimited || b === unlimited) return union ? unlimited : a === unlimited ? b : a;
+    return new Set(union ? [...a, ...b] : [...a].filter((l) => b.has(l)));
   };
-  visit(tree.topNode);
-  if (outermost.length === 0) return undefined;
-  let kept: Set<string> | undefined;
-  for (const aggregate of outermost) {
-    const modifier = children(aggregate).find((c) => c.name === 'AggregateModifier');
-    if (modifier && children(modifier).some((c) => c.name === 'Without')) continue;
-    const labels = new Set(
-      modifier ? descendants(modifier, 'LabelName').map((n) => expr.slice(n.from, n.to)) : [],
-    );
-    kept = kept ? new Set([...kept].filter((l) => labels.has(l))) : labels;
-  }
-  return kept;
+  const visit = (node: SyntaxNode): Kept => {
+    if (node.name === 'AggregateExpr') {
+      const modifier = children(node).find((c) => c.name === 'AggregateModifier');
+      if (modifier && children(modifier).some((c) => c.name === 'Without')) return unlimited;
+      return new Set(
+        modifier ? descendants(modifier, 'LabelName').map((n) => expr.slice(n.from, n.to)) : [],
+      );
+    }
+    const union = node.name === 'BinaryExpr' && children(node).some((c) => c.name === 'Or');
+    let kept: Kept;
+    for (const child of children(node)) kept = both(kept, visit(child), union);
+    return kept;
+  };
+  const kept = visit(tree.topNode);
+  return kept === unlimited ? undefined : kept;
 }
