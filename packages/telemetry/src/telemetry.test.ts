@@ -75,6 +75,20 @@ describe('telemetryOptionsFromEnv', () => {
       expected: { serviceName: 'unknown_service:node', traces: { exporters: [] } },
     },
     {
+      name: 'OTEL_NODE_DISABLED_INSTRUMENTATIONS naming runtime-node turns runtime metrics off',
+      env: { OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'fs, runtime-node' },
+      expected: {
+        serviceName: 'unknown_service:node',
+        traces: { exporters: [] },
+        runtimeMetrics: false,
+      },
+    },
+    {
+      name: 'other disabled instrumentations leave runtime metrics on',
+      env: { OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'fs,dns' },
+      expected: { serviceName: 'unknown_service:node', traces: { exporters: [] } },
+    },
+    {
       name: 'empty values count as unset',
       env: { OTEL_SERVICE_NAME: '', OTEL_EXPORTER_OTLP_ENDPOINT: ' ', OTEL_TRACES_EXPORTER: '' },
       expected: { serviceName: 'unknown_service:node', traces: { exporters: [] } },

@@ -210,6 +210,12 @@ export function telemetryOptionsFromEnv(
       );
   }
 
+  // The standard switch of @opentelemetry/auto-instrumentations-node, for the instrumentation
+  // whose metrics our runtime module serves: `runtime-node` in the list turns them off.
+  const runtimeMetricsOff = list(read(env, 'OTEL_NODE_DISABLED_INSTRUMENTATIONS')).includes(
+    'runtime-node',
+  );
+
   const traces: TracesOptions = { exporters };
   if (exporters.includes('otlp')) traces.endpoint = endpoint ?? DEFAULT_OTLP_TRACES_URL;
   if (Object.keys(headers).length > 0) traces.headers = headers;
@@ -222,6 +228,7 @@ export function telemetryOptionsFromEnv(
   if (serviceVersion) options.serviceVersion = serviceVersion;
   if (Object.keys(resourceAttributes).length > 0) options.resourceAttributes = resourceAttributes;
   if (instrumentations.length > 0) options.instrumentations = instrumentations;
+  if (runtimeMetricsOff) options.runtimeMetrics = false;
   if (warnings.length > 0) options.warnings = warnings;
   return options;
 }

@@ -14,6 +14,7 @@
  *   tsx bench/ab.ts --a <other build>/services/orchestrator/dist/main.js [--rounds 8]
  *   tsx bench/ab.ts --chain-b '{auditBatchMs: 50}'        (one build, two configurations)
  *   tsx bench/ab.ts --node-b=--min-semi-space-size=16    (one build, two sets of node flags)
+ *   tsx bench/ab.ts --env-b OTEL_NODE_DISABLED_INSTRUMENTATIONS=runtime-node   (gateway env)
  *
  * B is always this tree's build (`pnpm build` first); A defaults to it too. `--chain-a` /
  * `--chain-b` set each side's `chain:` config block (YAML flow mapping); `--node-a` / `--node-b`
@@ -38,6 +39,8 @@ const { values: args } = parseArgs({
     'chain-b': { type: 'string' },
     'node-a': { type: 'string' },
     'node-b': { type: 'string' },
+    'env-a': { type: 'string' },
+    'env-b': { type: 'string' },
     rounds: { type: 'string', default: '8' },
     calls: { type: 'string', default: '800' },
   },
@@ -90,6 +93,20 @@ interface Side {
   totalCpu32: number[];
 }
 
+/** `KEY=VALUE KEY2=VALUE2` (from `--env-a` / `--env-b`) as an environment. */
+function envOf(text: string | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of text?.split(/\s+/).filter(Boolean) ?? []) {
+    const at = pair.indexOf('=');
+    if (at <= 0) {
+      console.error(`--env-a/--env-b take KEY=VALUE pairs, got "${pair}"`);
+      process.exit(2);
+    }
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
 const prefix = `ab-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-ab-'));
 try {
@@ -105,6 +122,7 @@ try {
     main: string,
     chain: string | undefined,
     flags: string | undefined,
+    extraEnv: string | undefined,
   ) => {
     const config = join(dir, `${name}.yaml`);
     writeFileSync(
@@ -117,6 +135,7 @@ try {
     const gateway = await start(fleetCommand(main, [], flags?.split(/\s+/).filter(Boolean)), {
       FLEET_CONFIG: config,
       AUDIT_JOURNAL: join(dir, `${name}.ndjson`),
+      ...envOf(extraEnv),
     });
     const url = `${gateway.url}/mcp`;
     const side: Side = {
@@ -142,8 +161,8 @@ try {
   };
   const ours = here('../dist/main.js');
   const sides = [
-    await openSide('A', args.a ?? ours, args['chain-a'], args['node-a']),
-    await openSide('B', ours, args['chain-b'], args['node-b']),
+    await openSide('A', args.a ?? ours, args['chain-a'], args['node-a'], args['env-a']),
+    await openSide('B', ours, args['chain-b'], args['node-b'], args['env-b']),
   ] as const;
 
   const measure = async (side: Side) => {
@@ -201,7 +220,7 @@ try {
   const a = figures(sides[0]);
   const b = figures(sides[1]);
   console.log(
-    `\nA: ${args.a ?? 'this build'}${args['chain-a'] ? ` chain ${args['chain-a']}` : ''}${args['node-a'] ? ` node ${args['node-a']}` : ''}\nB: this build${args['chain-b'] ? ` chain ${args['chain-b']}` : ''}${args['node-b'] ? ` node ${args['node-b']}` : ''}\n${ROUNDS} interleaved rounds, node ${process.version}; CPU is ms per call (gateway / every process the call reaches)\n`,
+    `\nA: ${args.a ?? 'this build'}${args['chain-a'] ? ` chain ${args['chain-a']}` : ''}${args['node-a'] ? ` node ${args['node-a']}` : ''}${args['env-a'] ? ` env ${args['env-a']}` : ''}\nB: this build${args['chain-b'] ? ` chain ${args['chain-b']}` : ''}${args['node-b'] ? ` node ${args['node-b']}` : ''}${args['env-b'] ? ` env ${args['env-b']}` : ''}\n${ROUNDS} interleaved rounds, node ${process.version}; CPU is ms per call (gateway / every process the call reaches)\n`,
   );
   const rows: Array<[string, keyof typeof a, number]> = [
     ['median ms at 1 client (of round medians)', 'median', 3],
