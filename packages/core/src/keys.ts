@@ -45,21 +45,25 @@ interface Def {
 }
 const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
+/** `schema` without its wrappers (default, prefault, optional, pipe/transform, …). */
+function unwrap(schema: z.ZodType): z.ZodType {
+  let current = schema;
+  for (let def = defOf(current); def.innerType ?? def.in; def = defOf(current))
+    current = (def.innerType ?? def.in) as z.ZodType;
+  return current;
+}
+
 /** The object schemas `schema` may be at this level (wrappers and unions looked through). */
 function objectsOf(schema: z.ZodType): Array<Record<string, z.ZodType>> {
-  const def = defOf(schema);
+  const def = defOf(unwrap(schema));
   if (def.type === 'object' && def.shape) return [def.shape];
-  const inner = def.innerType ?? def.in;
-  if (inner) return objectsOf(inner);
   if (def.type === 'union' && def.options) return def.options.flatMap(objectsOf);
   return [];
 }
 
 /** The keys of a record keyed by an enum (`z.record(z.enum([...]), …)`), else none. */
 function keysOfRecord(schema: z.ZodType): string[] {
-  let def = defOf(schema);
-  while (def.type !== 'record' && (def.innerType ?? def.in))
-    def = defOf((def.innerType ?? def.in) as z.ZodType);
+  const def = defOf(unwrap(schema));
   if (def.type !== 'record' || !def.keyType) return [];
   const key = defOf(def.keyType);
   return key.type === 'enum' && key.entries ? Object.values(key.entries).map(String) : [];
@@ -71,12 +75,8 @@ export function allowedKeysAt(schema: z.ZodType, path: ReadonlyArray<PropertyKey
   for (const segment of path) {
     const next: z.ZodType[] = [];
     for (const s of level) {
-      let def = defOf(s);
-      let current = s;
-      while ((def.innerType ?? def.in) && def.type !== 'object') {
-        current = (def.innerType ?? def.in) as z.ZodType;
-        def = defOf(current);
-      }
+      const current = unwrap(s);
+      const def = defOf(current);
       if (typeof segment === 'number') {
         if (def.type === 'array' && def.element) next.push(def.element);
         if (def.type === 'record' && def.valueType) next.push(def.valueType);
