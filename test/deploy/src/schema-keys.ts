@@ -7,6 +7,7 @@
  */
 import type { z } from 'zod';
 import { allowedKeysAt } from '../../../packages/core/src/keys.ts';
+import { formatPath } from '../../../packages/core/src/wire.ts';
 
 /** The parts of JSON Schema (draft-07) the chart uses for objects. */
 export interface JsonSchema {
@@ -95,10 +96,6 @@ function serviceObjects(
   return [];
 }
 
-/** `a.b[0].c`, with `<name>` for any key of a map. */
-export const formatSegments = (path: readonly Segment[]) =>
-  path.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
-
 /** Options of {@link keyMismatches}. */
 export interface KeyMismatchOptions {
   /** values.schema.json as a whole (for `$ref`s). */
@@ -119,13 +116,13 @@ export function keyMismatches(options: KeyMismatchOptions): string[] {
   const { root, node, service, chartOwned = [] } = options;
   const owned = (path: Segment[]) =>
     chartOwned.some((o) => {
-      const p = formatSegments(path);
+      const p = formatPath(path);
       return p === o || p.startsWith(`${o}.`) || p.startsWith(`${o}[`);
     });
   const problems: string[] = [];
   for (const { path, keys } of serviceObjects(service)) {
     if (owned(path)) continue;
-    const at = formatSegments(path) || '<root>';
+    const at = formatPath(path) || '<root>';
     const chart = chartKeysAt(root, node, path);
     if (!chart?.closed) {
       problems.push(`${at}: the chart allows any key, the service only ${keys.join(', ')}`);
