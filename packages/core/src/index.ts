@@ -105,6 +105,7 @@ export {
   STATELESS_PROTOCOL_VERSIONS,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from './revisions.ts';
+export { quoteCut } from './text.ts';
 export type {
   Compat,
   Hook,

@@ -5,7 +5,7 @@
  * an e-mail address) in a span or a log line. So each is shown only when it is one of a known
  * set, and as `other` otherwise; no free text is left that would need the PII engine.
  */
-import { type InterceptorInfo, JsonRpcCode, ProtocolError } from '@fleet/core';
+import { type InterceptorInfo, JsonRpcCode, ProtocolError, quoteCut } from '@fleet/core';
 import { ClientRequestSchema, ServerRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 /** What a value outside its known set is shown as. */
@@ -45,9 +45,7 @@ export function eventLabel(event: unknown, info: InterceptorInfo | undefined): s
 
 /** A handler's failure reason as a log line quotes it: at most 256 characters and the length. */
 export function reasonLabel(reason: string): string {
-  return reason.length <= MAX_REASON_LENGTH
-    ? reason
-    : `${reason.slice(0, MAX_REASON_LENGTH)}… (${reason.length} characters)`;
+  return quoteCut(reason, MAX_REASON_LENGTH);
 }
 
 /**

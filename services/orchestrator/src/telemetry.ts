@@ -8,6 +8,7 @@ import {
   type InvocationOutcome,
   type Invoker,
   merged,
+  quoteCut,
   resultOutcome,
 } from '@fleet/core';
 import { createTextRedactor } from '@fleet/pii';
@@ -94,7 +95,7 @@ const METRIC_METHODS = new Set([
 
 /** `method` as an error message quotes it: a made-up name can be as long as the body. */
 export function shownMethod(method: string): string {
-  return method.length <= 128 ? method : `${method.slice(0, 128)}… (${method.length} characters)`;
+  return quoteCut(method, 128);
 }
 
 /** `method` as a metric label: itself when it is an MCP method, else `other`. */
