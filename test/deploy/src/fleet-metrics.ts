@@ -15,6 +15,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import {
+  cleanupStack,
+  deleteKeys,
   type ServiceProcess,
   sourceCommand,
   startHttpBackend,
@@ -31,15 +33,6 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 export type FleetScrapes = Record<string, string>;
 
 const source = (path: string) => sourceCommand(join(repoRoot, path));
-
-async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
 
 /** A JSON-RPC answer from the gateway (JSON or one SSE event). */
 interface RpcAnswer {
@@ -117,7 +110,7 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
   const prefix = `deploy-metrics-${run}`;
   const schema = `deploy_metrics_${run}`;
   const dir = mkdtempSync(join(tmpdir(), 'fleet-deploy-metrics-'));
-  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanups = cleanupStack('fleet');
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   cleanups.push(async () => {
     const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -138,17 +131,7 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       await client.end();
     }
   });
-  const stop = async () => {
-    const errors: unknown[] = [];
-    while (cleanups.length > 0) {
-      try {
-        await cleanups.pop()?.();
-      } catch (error) {
-        errors.push(error);
-      }
-    }
-    if (errors.length > 0) throw new AggregateError(errors, 'fleet clean-up failed');
-  };
+  const stop = () => cleanups.run();
 
   try {
     const backend = await startHttpBackend({ name: 'fx' });

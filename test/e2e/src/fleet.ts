@@ -12,7 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CliIO, type LocalFleet, runProgram, startLocalFleet } from '@fleet/cli';
 import { type OtlpReceiver, startOtlpReceiver } from '@fleet/telemetry/testing';
-import { type EverythingServer, startEverything, stdioBackendCommand } from '@fleet/test-fixtures';
+import {
+  cleanupStack,
+  deleteKeys,
+  type EverythingServer,
+  startEverything,
+  stdioBackendCommand,
+} from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -60,35 +66,16 @@ export interface E2eFleet {
   stop(): Promise<void>;
 }
 
-async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
-
 /** Start the fleet for one test file. */
 export async function startE2eFleet(options: E2eFleetOptions = {}): Promise<E2eFleet> {
   const run = randomBytes(4).toString('hex');
   const queue = `e2e-${run}`;
   const database = `e2e_${run}`;
   const stateDir = mkdtempSync(join(tmpdir(), 'fleet-e2e-'));
-  const cleanups: Array<() => Promise<unknown>> = [];
+  const cleanups = cleanupStack('e2e fleet');
   let registryPrefix = '';
 
-  const stop = async () => {
-    const errors: unknown[] = [];
-    while (cleanups.length > 0) {
-      try {
-        await cleanups.pop()?.();
-      } catch (error) {
-        errors.push(error);
-      }
-    }
-    if (errors.length > 0) throw new AggregateError(errors, 'e2e fleet clean-up failed');
-  };
+  const stop = () => cleanups.run();
 
   // Registered first, so it runs last: after every process has stopped.
   cleanups.push(() => rm(stateDir, { recursive: true, force: true }));
