@@ -101,6 +101,26 @@ describe('scrubRecord', () => {
     expect(clean.method).toBe(clean.event);
   });
 
+  it('keeps a scrubbed target within its bound when the replacement is longer', () => {
+    // 73 addresses of 6 characters each (510 with spaces) become 73 of `[EMAIL]` (583).
+    const target = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
+    expect(target.length).toBeLessThanOrEqual(AUDIT_RECORD_LIMITS.idLength);
+    const { record: clean } = scrubRecord(recordAt(0, { target }), defaultScrubber);
+    expect(clean.target).toHaveLength(AUDIT_RECORD_LIMITS.idLength);
+    expect(clean.target?.endsWith(TRUNCATION_MARKER)).toBe(true);
+    expect(clean.target).not.toContain('@b.io');
+  });
+
+  it('cuts a scrubbed target before an emoji straddling the cut, never through it', () => {
+    // `x@y.io ` becomes `[EMAIL] ` (one longer), which moves the emoji onto the cut.
+    const kept = AUDIT_RECORD_LIMITS.idLength - TRUNCATION_MARKER.length;
+    const head = 'a'.repeat(kept - 1 - '[EMAIL] '.length);
+    const target = `x@y.io ${head}\u{1F600}${'b'.repeat(12)}`;
+    expect(target.length).toBe(AUDIT_RECORD_LIMITS.idLength);
+    const { record: clean } = scrubRecord(recordAt(0, { target }), defaultScrubber);
+    expect(clean.target).toBe(`[EMAIL] ${head}${TRUNCATION_MARKER}`);
+  });
+
   it('cuts a long preview to its stored length only after scrubbing it', () => {
     // A producer's preview may run PAYLOAD_PREVIEW_SCRUB_MARGIN past the stored length so a
     // value cut there is still whole when scrubbed; here an email straddles the stored cut.

@@ -39,9 +39,10 @@ export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
  * A copy of `record` with its free text scrubbed: `event` and `method` (any method a client
  * makes up is an event named by it: `tools/bob@example.com`; then cut to their bound again,
  * as a replacement may be longer than what it replaced), `target` (a tool or prompt name or a
- * resource URI is caller-chosen text: `mailto:bob@example.com`), `payloadPreview` (then cut
- * to {@link PAYLOAD_PREVIEW_MAX_LENGTH} on a code point boundary), abort reasons and validator
- * messages. A scrubber that throws blanks the text instead of leaking it; `failed` counts those.
+ * resource URI is caller-chosen text: `mailto:bob@example.com`; cut to its bound again too),
+ * `payloadPreview` (then cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH} on a code point boundary),
+ * abort reasons and validator messages. A scrubber that throws blanks the text instead of
+ * leaking it; `failed` counts those.
  */
 export function scrubRecord(
   record: AuditRecord,
@@ -66,8 +67,10 @@ export function scrubRecord(
     record.method === record.event
       ? copy.event
       : truncateText(clean(record.method), AUDIT_RECORD_LIMITS.eventLength);
-  // The store's target column (the `tool` filter, stats byTool) is filled from this copy.
-  if (record.target !== undefined) copy.target = clean(record.target);
+  // The store's target column (the `tool` filter, stats byTool) is filled from this copy;
+  // cut to its bound again like the event.
+  if (record.target !== undefined)
+    copy.target = truncateText(clean(record.target), AUDIT_RECORD_LIMITS.idLength);
   // Cut after scrubbing: the queued preview runs past the stored length so that a value
   // straddling the cut is still whole, and recognisable, when scrubbed.
   if (record.payloadPreview !== undefined)

@@ -334,6 +334,22 @@ describe('audit worker', () => {
     expect((await t.store.query({ tool: '[EMAIL]' })).records).toHaveLength(1);
   });
 
+  it('stores a target that scrubbing made longer cut back to its bound', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    // Within the bound as queued (510); 583 once each address is `[EMAIL]`.
+    const target = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
+    await add(q, [recordAt(0, { target })]);
+    worker({ prefix });
+    await waitFor(async () => (await t.count()) === 1, 'the record');
+    const [stored] = (await t.store.query()).records;
+    expect(stored?.target).toHaveLength(AUDIT_RECORD_LIMITS.idLength);
+    expect(stored?.target?.endsWith(TRUNCATION_MARKER)).toBe(true);
+    // The target column (the `tool` filter, stats byTool) holds the same cut text.
+    const stats = await t.store.stats(new Date(0));
+    expect(stats.byTool.map((row) => row.tool)).toEqual([stored?.target]);
+  });
+
   it('scrubs a made-up event and method: neither the stored row nor the event filter hold its PII', async () => {
     const prefix = uniquePrefix();
     const q = queue(prefix);
