@@ -104,6 +104,7 @@ export {
   DEFAULT_PGLITE_DIR,
   MAX_TRACE_RECORDS,
   openAuditStore,
+  STATS_TOP_EVENTS,
   STATS_TOP_TOOLS,
 } from './store.ts';
 export {

@@ -27,6 +27,7 @@ import {
   openAuditStore,
   parseAuditRecord,
   runRetention,
+  STATS_TOP_EVENTS,
 } from './index.ts';
 
 const ids = (records: readonly AuditRecord[]): string[] => records.map((r) => r.id);
@@ -375,7 +376,7 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     expect(await t.store.trace(traceId())).toEqual([]);
   });
 
-  it('reports counts by decision, kind, tool and interceptor, and latency percentiles', async () => {
+  it('reports counts by decision, kind, tool, event and interceptor, and latency percentiles', async () => {
     await t.store.insertBatch(world());
     // 100 more chain records with durations 1..100 ms.
     await t.store.insertBatch(
@@ -389,6 +390,10 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     expect(stats.byKind).toEqual({ chain: 104, invocation: 1 });
     expect(stats.byTool[0]).toEqual({ tool: 'bulk', count: 100 });
     expect(stats.byTool).toContainEqual({ tool: 'get_weather', count: 2 });
+    expect(stats.byEvent).toEqual([
+      { event: 'tools/call', count: 104 },
+      { event: 'resources/read', count: 1 },
+    ]);
     const piiGuard = stats.byInterceptor.find((i) => i.interceptor === 'pii-guard');
     expect(piiGuard).toMatchObject({ count: 3, outcomes: { allowed: 2, timeout: 1 } });
     expect(piiGuard?.latencyMs.p50).toBe(2);
@@ -403,13 +408,27 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
 
     const window = await t.store.stats(new Date(T0 + 2000), new Date(T0 + 3000));
     expect(window.total).toBe(1);
+    expect(window.byEvent).toEqual([{ event: 'tools/call', count: 1 }]);
     const empty = await t.store.stats(new Date(T0 + 1_000_000));
     expect(empty).toMatchObject({
       total: 0,
       byTool: [],
+      byEvent: [],
       byInterceptor: [],
       latencyMs: { count: 0, p50: null, p95: null, p99: null },
     });
+  });
+
+  it('lists the busiest events only: a client may make up any number of them', async () => {
+    const invented = Array.from({ length: STATS_TOP_EVENTS + 5 }, (_, i) =>
+      recordAt(i, { event: `x/${String(i).padStart(3, '0')}`, method: 'x' }),
+    );
+    const busiest = Array.from({ length: 3 }, (_, i) => recordAt(100 + i, { event: 'x/busy' }));
+    await t.store.insertBatch([...invented, ...busiest]);
+    const stats = await t.store.stats(new Date(T0 - 1), new Date(T0 + 60_000));
+    expect(stats.byEvent).toHaveLength(STATS_TOP_EVENTS);
+    expect(stats.byEvent[0]).toEqual({ event: 'x/busy', count: 3 });
+    expect(stats.byEvent.slice(1).every((row) => row.count === 1)).toBe(true);
   });
 
   it('deletes records older than the cutoff (retention), and nothing else', async () => {

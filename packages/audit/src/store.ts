@@ -45,6 +45,8 @@ export const DEFAULT_PGLITE_DIR = '.fleet/audit-pglite';
 export const MAX_TRACE_RECORDS = 5000;
 /** Tools listed in `stats().byTool` (the busiest). */
 export const STATS_TOP_TOOLS = 50;
+/** Events listed in `stats().byEvent` (the busiest; a client may make up any number). */
+export const STATS_TOP_EVENTS = 50;
 
 /** p50/p95/p99 of a set of durations (ms); `null` when the set is empty. */
 export interface LatencySummary {
@@ -76,6 +78,8 @@ export interface AuditStats {
   byKind: Record<AuditKind, number>;
   /** The {@link STATS_TOP_TOOLS} busiest targets, busiest first. */
   byTool: Array<{ tool: string; count: number }>;
+  /** The {@link STATS_TOP_EVENTS} busiest events (`tools/call`, ...), busiest first. */
+  byEvent: Array<{ event: string; count: number }>;
   /** Every interceptor seen, busiest first. */
   byInterceptor: InterceptorStats[];
   /** Total durations of `chain` records: the chain's cost as the orchestrator measured it. */
@@ -335,19 +339,23 @@ function createSqlAuditStore(
       refuseOutOfRange({ since, until });
       const window = 'ts >= $1::timestamptz AND ts < $2::timestamptz';
       const params = [since.toISOString(), until.toISOString()];
-      const [groups, tools, interceptorLatency, interceptorOutcomes, chainLatency] =
+      /** The `limit` most frequent values of `column` in the window, busiest first. */
+      const top = (column: 'target' | 'event', limit: number) =>
+        engine.query<{ value: string; n: number }>(
+          `SELECT ${column} AS value, count(*)::int AS n FROM audit_records
+           WHERE ${window} AND ${column} IS NOT NULL
+           GROUP BY ${column} ORDER BY n DESC, ${column} LIMIT ${limit}`,
+          params,
+        );
+      const [groups, tools, events, interceptorLatency, interceptorOutcomes, chainLatency] =
         await Promise.all([
           engine.query<{ kind: AuditKind; decision: AuditDecision; n: number }>(
             `SELECT kind, decision, count(*)::int AS n FROM audit_records WHERE ${window}
              GROUP BY kind, decision`,
             params,
           ),
-          engine.query<{ tool: string; n: number }>(
-            `SELECT target AS tool, count(*)::int AS n FROM audit_records
-             WHERE ${window} AND target IS NOT NULL
-             GROUP BY target ORDER BY n DESC, target LIMIT ${STATS_TOP_TOOLS}`,
-            params,
-          ),
+          top('target', STATS_TOP_TOOLS),
+          top('event', STATS_TOP_EVENTS),
           engine.query<PercentileRow & { name: string }>(
             `SELECT e->>'name' AS name, ${PERCENTILES(`(e->>'durationMs')::double precision`)}
              FROM audit_records, jsonb_array_elements(record->'interceptors') AS e
@@ -386,7 +394,8 @@ function createSqlAuditStore(
         total,
         byDecision,
         byKind,
-        byTool: tools.map((row) => ({ tool: row.tool, count: row.n })),
+        byTool: tools.map((row) => ({ tool: row.value, count: row.n })),
+        byEvent: events.map((row) => ({ event: row.value, count: row.n })),
         byInterceptor: interceptorLatency.map((row) => ({
           interceptor: row.name,
           count: row.n,

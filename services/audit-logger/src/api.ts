@@ -4,7 +4,8 @@
  * - `GET /records?traceId=&tool=&event=&principal=&decision=&interceptor=&since=&until=&limit=&cursor=`
  *   → `{records, nextCursor?}`, newest first;
  * - `GET /traces/{traceId}` → `{traceId, records}`, oldest first;
- * - `GET /stats?since=&until=` → counts by decision, kind, tool, interceptor; latency percentiles;
+ * - `GET /stats?since=&until=` → counts by decision, kind, tool, event, interceptor; latency
+ *   percentiles;
  * - `GET /config` → what the viewer needs (`traceUrlTemplate`, `authRequired`); never secret.
  *
  * Everything but `/config` requires `Authorization: Bearer <AUDIT_READ_TOKEN>` when a token is

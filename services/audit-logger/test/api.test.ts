@@ -211,7 +211,7 @@ describe('GET /api/audit/traces/:traceId', () => {
 });
 
 describe('GET /api/audit/stats', () => {
-  it('counts by decision, tool and interceptor, with latency percentiles', async () => {
+  it('counts by decision, tool, event and interceptor, with latency percentiles', async () => {
     const { status, body } = await get(
       `/api/audit/stats?since=${new Date(T0 - 1000).toISOString()}&until=${new Date(T0 + 60_000).toISOString()}`,
     );
@@ -219,6 +219,10 @@ describe('GET /api/audit/stats', () => {
     expect(body.total).toBe(records.length);
     expect(body.byDecision).toEqual({ allowed: records.length - 2, denied: 1, error: 1 });
     expect(body.byTool[0]).toEqual({ tool: 'bulk', count: 26 });
+    expect(body.byEvent).toEqual([
+      { event: 'tools/call', count: records.length - 1 },
+      { event: 'resources/read', count: 1 },
+    ]);
     expect(body.byInterceptor.map((i: { interceptor: string }) => i.interceptor).sort()).toEqual([
       'pii-guard',
       'pii-redactor',
