@@ -56,6 +56,7 @@ export { allowedKeysAt, editDistance, unknownKeyMessage, withKeyHints } from './
 export type { SignalSource } from './lazy-abort.ts';
 export { LazyAbortController, signalOf } from './lazy-abort.ts';
 export { isReservedMetaKey, MCP_META_PREFIX, McpMetaKey, withoutReservedMeta } from './meta.ts';
+export { isKnownMcpMethod, KNOWN_MCP_METHODS } from './methods.ts';
 export { merged } from './objects.ts';
 export type { InterceptorOverrides, ResolvedInterceptor, ServiceOverrides } from './overrides.ts';
 export {

@@ -5,18 +5,16 @@
  * an e-mail address) in a span or a log line. So each is shown only when it is one of a known
  * set, and as `other` otherwise; no free text is left that would need the PII engine.
  */
-import { type InterceptorInfo, JsonRpcCode, ProtocolError, quoteCut } from '@fleet/core';
-import { ClientRequestSchema, ServerRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type InterceptorInfo,
+  isKnownMcpMethod,
+  JsonRpcCode,
+  ProtocolError,
+  quoteCut,
+} from '@fleet/core';
 
 /** What a value outside its known set is shown as. */
 export const OTHER_LABEL = 'other';
-
-/** The MCP request methods of both directions, as the SDK defines them. */
-const MCP_METHODS: ReadonlySet<string> = new Set(
-  [...ClientRequestSchema.options, ...ServerRequestSchema.options].map(
-    (request) => request.shape.method.value,
-  ),
-);
 
 /** Longest handler reason a log line quotes before cutting it. */
 const MAX_REASON_LENGTH = 256;
@@ -32,13 +30,13 @@ export function phaseLabel(phase: unknown): string {
 }
 
 /**
- * The event as telemetry shows it: itself when it is an MCP request method or a hook of `info`
- * names it as it is; else `other`. An event that only a wildcard hook (`*`, `tools/*`) matches
- * was made up by the caller.
+ * The event as telemetry shows it: itself when it is a known MCP method (`@fleet/core`'s
+ * `KNOWN_MCP_METHODS`) or a hook of `info` names it as it is; else `other`. An event that only
+ * a wildcard hook (`*`, `tools/*`) matches was made up by the caller.
  */
 export function eventLabel(event: unknown, info: InterceptorInfo | undefined): string {
   if (typeof event !== 'string') return OTHER_LABEL;
-  if (MCP_METHODS.has(event)) return event;
+  if (isKnownMcpMethod(event)) return event;
   if (info?.hooks.some((hook) => hook.events.includes(event))) return event;
   return OTHER_LABEL;
 }

@@ -90,6 +90,8 @@ describe('client-chosen text in the server span', () => {
     ['an MCP method under a wildcard', 'watch', 'tools/call', 'tools/call'],
     ['another MCP method under a wildcard', 'watch', 'resources/read', 'resources/read'],
     ['a server-to-client method', 'watch', 'sampling/createMessage', 'sampling/createMessage'],
+    // Not in the SDK's schemas; `other` until the kit used @fleet/core's known methods.
+    ['a 2026-07-28 method under a wildcard', 'watch', 'server/discover', 'server/discover'],
     ['an event a hook names', 'gate', 'tools/call', 'tools/call'],
     // Matched only through the wildcard: made up by the caller.
     ['a made-up event with PII under a wildcard', 'watch', `tools/${PII}`, 'other'],

@@ -7,6 +7,7 @@ import {
   type InterceptorResult,
   type InvocationOutcome,
   type Invoker,
+  isKnownMcpMethod,
   merged,
   quoteCut,
   resultOutcome,
@@ -60,47 +61,19 @@ export interface GatewayTelemetry {
   recordBackend(backend: string, method: string, durationMs: number, errorType?: string): void;
 }
 
-/**
- * The MCP methods (both directions, every revision the gateway serves) whose names may
- * label a metric as they are. Any other method, which a client can make up at will, is
- * counted as `other`: a label value per made-up name would grow `/metrics` and the
- * gateway's memory without bound (spans still carry the real name).
- */
-const METRIC_METHODS = new Set([
-  'initialize',
-  'ping',
-  'tools/list',
-  'tools/call',
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'resources/subscribe',
-  'resources/unsubscribe',
-  'completion/complete',
-  'logging/setLevel',
-  'tasks/get',
-  'tasks/result',
-  'tasks/list',
-  'tasks/cancel',
-  'server/discover',
-  'subscriptions/listen',
-  'sampling/createMessage',
-  'elicitation/create',
-  'roots/list',
-  'interceptors/list',
-  'interceptor/invoke',
-]);
-
 /** `method` as an error message quotes it: a made-up name can be as long as the body. */
 export function shownMethod(method: string): string {
   return quoteCut(method, 128);
 }
 
-/** `method` as a metric label: itself when it is an MCP method, else `other`. */
+/**
+ * `method` as a metric label: itself when it is a known MCP method (`@fleet/core`'s
+ * `KNOWN_MCP_METHODS`), else `other`. Any other method, which a client can make up at will, is
+ * counted as `other`: a label value per made-up name would grow `/metrics` and the gateway's
+ * memory without bound (spans still carry the name, scrubbed: {@link spanMethod}).
+ */
 export function methodLabel(method: string): string {
-  return METRIC_METHODS.has(method) ? method : 'other';
+  return isKnownMcpMethod(method) ? method : 'other';
 }
 
 /** How many distinct client-chosen strings keep their scrubbed form (tool names repeat). */
@@ -146,9 +119,9 @@ export function scrubName(text: string): string {
   return result;
 }
 
-/** `method` as a span shows it: itself when it is an MCP method, else {@link scrubName}d. */
+/** `method` as a span shows it: itself when it is a known MCP method, else {@link scrubName}d. */
 export function spanMethod(method: string): string {
-  return METRIC_METHODS.has(method) ? method : scrubName(method);
+  return isKnownMcpMethod(method) ? method : scrubName(method);
 }
 
 /**
