@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { deleteKeys } from '@fleet/test-fixtures/teardown';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import {
@@ -167,17 +168,6 @@ async function stopWorkerProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function deleteKeys(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-  redis.disconnect();
-}
-
 /** The caller's cost of enqueue (records made beforehand: only enqueue is timed). */
 async function callerCost(producer: AuditProducer) {
   const prepared = Array.from({ length: 20_000 }, (_, i) => createAuditRecord(input(i)));
@@ -273,7 +263,8 @@ async function runMode(
   } finally {
     await producer.close();
     await stopWorkerProcess(worker);
-    await deleteKeys(prefix);
+    const redis = new Redis(REDIS_URL);
+    await deleteKeys(redis, `${prefix}:*`).finally(() => redis.disconnect());
   }
 }
 

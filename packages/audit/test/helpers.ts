@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { defer } from '@fleet/test-fixtures/cleanup';
+import { deleteKeys } from '@fleet/test-fixtures/teardown';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
@@ -32,20 +33,16 @@ let prefixes = 0;
 /** A BullMQ prefix no other test uses; its keys are deleted after the test. */
 export function uniquePrefix(url = SHARED_REDIS_URL): string {
   const prefix = `test-audit-${process.pid}-${Date.now().toString(36)}-${prefixes++}`;
-  defer(() => deleteKeys(url, `${prefix}:*`));
+  defer(() => deleteKeysAt(url, `${prefix}:*`));
   return prefix;
 }
 
-async function deleteKeys(url: string, pattern: string): Promise<void> {
+/** Delete the keys matching `pattern` on the Redis at `url`, on a connection of its own. */
+async function deleteKeysAt(url: string, pattern: string): Promise<void> {
   const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
   client.on('error', () => undefined);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await client.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(client, pattern);
   } finally {
     client.disconnect();
   }
