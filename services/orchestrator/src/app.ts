@@ -43,7 +43,10 @@ export interface OrchestratorDeps {
 
 /** A built orchestrator. */
 export interface Orchestrator {
-  /** The HTTP request listener (`/mcp`, `/admin/*`, `/metrics`, `/healthz`, `/readyz`). */
+  /**
+   * The HTTP request listener (`/mcp`, `/admin/*`, `/metrics`, `/healthz`, `/readyz`, and
+   * `/.well-known/oauth-protected-resource*` with jwt auth).
+   */
   listener: RequestListener;
   app: Express;
   gateway: Gateway;
@@ -177,6 +180,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   // (health, metrics, admin) by express.
   const listener: RequestListener = (req, res) => {
     if (mcp.matches(req.url)) mcp.handle(req, res);
+    else if (mcp.protectedResource?.matches(req.url)) mcp.protectedResource.handle(req, res);
     else app(req, res);
   };
   return {

@@ -1,19 +1,50 @@
 /**
  * Ingress authentication: `none` (anonymous), static bearer `tokens` (token → principal), or
- * `jwt` (issuer, audience, JWKS URL; claims become `principal.claims`).
+ * `jwt` (issuer, audience or resource, JWKS URL; claims become `principal.claims`; required
+ * scopes). A refusal says why, in RFC 6750's terms, so the ingress can answer with the
+ * right status and `WWW-Authenticate` challenge (see oauth.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { FleetError, type Principal } from '@fleet/core';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import type { AuthConfig } from './config.ts';
 
-/** Resolves the caller of a request from its `Authorization` header. */
-export interface Authenticator {
-  /** @throws {FleetError} `UNAUTHORIZED` for missing or invalid credentials. */
-  authenticate(authorization: string | undefined): Promise<Principal>;
+/** Who made a request, and what its token allows. */
+export interface Credentials {
+  principal: Principal;
+  /** The token's scopes (`scope` / `scp` claims of a JWT); empty for other modes. */
+  scopes: string[];
 }
 
-const ANONYMOUS: Principal = { type: 'anonymous' };
+/**
+ * Why credentials were refused (RFC 6750 §3.1): `missing` (no bearer token: HTTP 401, a
+ * challenge without an error code), `invalid_token` (401), `insufficient_scope` (403).
+ */
+export type AuthRefusal = 'missing' | 'invalid_token' | 'insufficient_scope';
+
+/** Refused credentials; `message` is fixed text that never repeats the token. */
+export class AuthError extends FleetError {
+  override readonly name = 'AuthError';
+  readonly refusal: AuthRefusal;
+  constructor(refusal: AuthRefusal, message: string, options?: { cause?: unknown }) {
+    super('UNAUTHORIZED', message, options);
+    this.refusal = refusal;
+  }
+}
+
+/** Resolves the caller of a request from its `Authorization` header. */
+export interface Authenticator {
+  /**
+   * `resource` is the gateway's MCP endpoint as the request reached it (jwt mode: a token
+   * issued for it is accepted, RFC 8707).
+   * @throws {AuthError} for missing, invalid or under-scoped credentials.
+   */
+  authenticate(authorization: string | undefined, resource?: string): Promise<Credentials>;
+}
+
+const ANONYMOUS: Credentials = { principal: { type: 'anonymous' }, scopes: [] };
+const MISSING = 'a bearer token is required';
+const NO_AUDIENCE = 'the gateway cannot tell which audience a token must carry';
 
 function bearer(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -21,8 +52,11 @@ function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function unauthorized(message: string): FleetError {
-  return new FleetError('UNAUTHORIZED', message);
+/** A JWT's scopes: `scope` (RFC 9068, space-separated) or `scp` (a list, or a string). */
+export function scopesOf(payload: JWTPayload): string[] {
+  const raw = payload.scope ?? payload.scp;
+  const list = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(' ') : [];
+  return list.filter((s): s is string => typeof s === 'string' && s !== '');
 }
 
 function sameSecret(a: string, b: string): boolean {
@@ -41,19 +75,18 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
       return {
         async authenticate(header) {
           const token = bearer(header);
-          if (token === undefined) throw unauthorized('a bearer token is required');
+          if (token === undefined) throw new AuthError('missing', MISSING);
           const entry = entries.find((e) => sameSecret(e.token, token));
-          if (entry === undefined) throw unauthorized('the bearer token is not valid');
-          return {
-            type: entry.principal.type,
-            id: entry.principal.id,
-            claims: entry.principal.claims,
-          };
+          if (entry === undefined)
+            throw new AuthError('invalid_token', 'the bearer token is not valid');
+          const { type, id, claims } = entry.principal;
+          return { principal: { type, id, claims }, scopes: [] };
         },
       };
     }
     case 'jwt': {
       const jwks = createRemoteJWKSet(new URL(config.jwksUrl));
+      const required = config.scopes ?? [];
       const pick = (payload: JWTPayload): Record<string, unknown> => {
         if (config.claims === undefined) return { ...payload };
         return Object.fromEntries(
@@ -61,24 +94,33 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
         );
       };
       return {
-        async authenticate(header) {
+        async authenticate(header, resource) {
           const token = bearer(header);
-          if (token === undefined) throw unauthorized('a bearer token is required');
+          if (token === undefined) throw new AuthError('missing', MISSING);
+          const audience = [config.audience, config.resource ?? resource].filter(
+            (a) => a !== undefined,
+          );
+          if (audience.length === 0) throw new AuthError('invalid_token', NO_AUDIENCE);
+          let payload: JWTPayload;
           try {
-            const { payload } = await jwtVerify(token, jwks, {
-              issuer: config.issuer,
-              audience: config.audience,
-            });
-            const principal: Principal = { type: 'user', claims: pick(payload) };
-            if (typeof payload.sub === 'string') principal.id = payload.sub;
-            return principal;
+            ({ payload } = await jwtVerify(token, jwks, { issuer: config.issuer, audience }));
           } catch (error) {
-            throw new FleetError(
-              'UNAUTHORIZED',
+            throw new AuthError(
+              'invalid_token',
               'the bearer token is not a valid JWT for this gateway',
               { cause: error },
             );
           }
+          const scopes = scopesOf(payload);
+          const lacking = required.filter((s) => !scopes.includes(s));
+          if (lacking.length > 0)
+            throw new AuthError(
+              'insufficient_scope',
+              `the bearer token lacks the scope${lacking.length > 1 ? 's' : ''} ${lacking.map((s) => `"${s}"`).join(', ')}`,
+            );
+          const principal: Principal = { type: 'user', claims: pick(payload) };
+          if (typeof payload.sub === 'string') principal.id = payload.sub;
+          return { principal, scopes };
         },
       };
     }

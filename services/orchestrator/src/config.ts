@@ -67,6 +67,9 @@ const PrincipalSchema = z.strictObject({
   claims: z.record(z.string(), z.unknown()).default({}),
 });
 
+/** RFC 6749 §3.3 scope-token: printable ASCII but space, `"` and `\`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
 const AuthSchema = z
   .discriminatedUnion('mode', [
     z.strictObject({ mode: z.literal('none') }),
@@ -79,10 +82,37 @@ const AuthSchema = z
     z.strictObject({
       mode: z.literal('jwt'),
       issuer: z.string().min(1),
-      audience: z.string().min(1),
+      /**
+       * An `aud` the gateway accepts besides `resource` (e.g. a client id an identity
+       * provider puts there).
+       */
+      audience: z.string().min(1).optional(),
       jwksUrl: z.url(),
       /** Claims copied into `principal.claims` (default: all). */
       claims: z.array(z.string()).optional(),
+      /**
+       * The gateway's MCP endpoint as clients reach it (`https://gw.example.com/mcp`): the
+       * `resource` of its OAuth protected resource metadata (RFC 9728), which MCP clients
+       * request tokens for (RFC 8707); a token whose `aud` is it is accepted. Default:
+       * `http://<Host of the request>/mcp`; set it when clients reach the gateway through
+       * another URL (TLS at a proxy, another path).
+       */
+      resource: z
+        .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+        .refine((u) => !u.includes('#'), { message: 'must not have a fragment' })
+        .optional(),
+      /** Where clients get tokens (the metadata's `authorization_servers`); default: `[issuer]`. */
+      authorizationServers: z
+        .array(z.url({ protocol: /^https?$/ }))
+        .min(1)
+        .optional(),
+      /**
+       * Scopes every token must carry (its `scope` or `scp` claim): a token without them
+       * gets HTTP 403 `insufficient_scope`. Advertised in the metadata and in challenges.
+       */
+      scopes: z
+        .array(z.string().regex(SCOPE_TOKEN, 'a scope is printable ASCII without spaces, " or \\'))
+        .optional(),
     }),
   ])
   .default({ mode: 'none' });

@@ -25,11 +25,12 @@ import {
 } from '@fleet/core';
 import { BodyTooLarge, errorEnvelope, readBody } from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { Authenticator } from './auth.ts';
+import { AuthError, type Authenticator, type Credentials } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { ClientSession, Gateway } from './gateway.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession, directRequestHandler } from './mcp-session.ts';
+import { bearerChallenge, type ProtectedResource, protectedResource } from './oauth.ts';
 import type { Registry } from './registry.ts';
 import {
   acceptPost,
@@ -69,6 +70,8 @@ export interface McpIngressOptions {
 export interface McpIngress {
   /** True for a request to the MCP endpoint (`/mcp`, any query). */
   matches(url: string | undefined): boolean;
+  /** The OAuth protected resource metadata (`auth.mode: jwt`), else undefined. */
+  protectedResource: ProtectedResource | undefined;
   /** Serve one HTTP request to the MCP endpoint. */
   handle(req: IncomingMessage, res: ServerResponse): void;
   sessionCount(): number;
@@ -154,10 +157,12 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknow
 /**
  * The DNS-rebinding check of DESIGN.md's ingress (a browser page on another origin must not
  * reach a loopback gateway): the reason to refuse `req` (403), or undefined. Loopback hosts
- * and origins pass, and those `security.allowedHosts` / `allowedOrigins` list.
+ * and origins pass, and those `security.allowedHosts` / `allowedOrigins` list. Without
+ * `checkOrigin`, the Host alone (for public documents any origin may read).
  */
 export function rebindingGuard(
   config: OrchestratorConfig,
+  { checkOrigin = true }: { checkOrigin?: boolean } = {},
 ): (req: IncomingMessage) => string | undefined {
   const allowedHosts = new Set(config.security.allowedHosts.map((h) => h.toLowerCase()));
   const allowedOrigins = new Set(config.security.allowedOrigins.map((o) => o.toLowerCase()));
@@ -171,7 +176,7 @@ export function rebindingGuard(
     ) {
       return `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`;
     }
-    const origin = req.headers.origin?.toLowerCase();
+    const origin = checkOrigin ? req.headers.origin?.toLowerCase() : undefined;
     if (origin !== undefined && !allowedOrigins.has(origin)) {
       let ok = false;
       try {
@@ -191,6 +196,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const { gateway, registry, config, authenticator, log } = options;
   const sessions = new Map<string, HttpSession>();
   const rebindingProblem = rebindingGuard(config);
+  const resource = protectedResource(config.auth, rebindingGuard(config, { checkOrigin: false }));
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
 
@@ -294,19 +300,29 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const handle = async (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const forbidden = rebindingProblem(req);
     if (forbidden !== undefined) return reject(res, 'FORBIDDEN', forbidden);
-    let principal: Principal;
+    let credentials: Credentials;
     try {
-      principal = await authenticator.authenticate(req.headers.authorization);
+      credentials = await authenticator.authenticate(
+        req.headers.authorization,
+        resource?.resourceOf(req)?.href,
+      );
     } catch (error) {
+      const refusal = error instanceof AuthError ? error.refusal : 'invalid_token';
       const message = error instanceof FleetError ? error.message : 'authentication failed';
-      return reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
-        headers: { 'www-authenticate': 'Bearer' },
-      });
+      const challenge = bearerChallenge(refusal, message, resource?.challengeParams(req));
+      return refusal === 'insufficient_scope'
+        ? reject(res, 'FORBIDDEN', `Forbidden: ${message}`, {
+            headers: { 'www-authenticate': challenge },
+          })
+        : reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
+            headers: { 'www-authenticate': challenge },
+          });
     }
+    const { principal, scopes } = credentials;
     req.auth = {
       token: '',
       clientId: principal.id ?? principal.type,
-      scopes: [],
+      scopes,
       extra: { principal },
     };
     let body: unknown;
@@ -343,6 +359,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   sweeper.unref();
 
   return {
+    protectedResource: resource,
     matches(url) {
       if (url === undefined) return false;
       const end = url.indexOf('?');

@@ -4,13 +4,16 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  allow,
   createInterceptorHost,
   createInterceptorHttpApp,
+  defineValidator,
   type Interceptor,
   type InterceptorHttpOptions,
   listen,
 } from '@fleet/interceptor-kit';
 import { defer } from '@fleet/interceptor-kit/testing';
+import { startHttpBackend } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
@@ -115,6 +118,35 @@ export async function serveInterceptors(
   };
   defer(stop);
   return { url: `${listening.url}/mcp`, stop, posts: () => posts };
+}
+
+/**
+ * A gateway whose `auth:` is `auth` (a YAML flow mapping), in front of a fixture backend `fx`,
+ * with an interceptor service that records the principal of each `tools/call` it sees.
+ */
+export async function gatewayRecordingPrincipals(
+  auth: string,
+): Promise<{ gateway: TestGateway; principals: unknown[] }> {
+  const backend = await startHttpBackend({ name: 'fx' });
+  defer(() => backend.close());
+  const principals: unknown[] = [];
+  const recorder = defineValidator({
+    name: 'principal-recorder',
+    hooks: [{ events: ['tools/call'], phase: 'request' }],
+    handler: (_payload, ctx) => {
+      principals.push(ctx.context.principal);
+      return allow();
+    },
+  });
+  const service = await serveInterceptors([recorder]);
+  const gateway = await startGateway(
+    `backends:\n  - {id: fx, url: "${backend.url}"}
+interceptors:\n  - url: "${service.url}"
+auth: ${auth}
+`,
+    { redis: false },
+  );
+  return { gateway, principals };
 }
 
 /** An MCP SDK client connected to `url`. */

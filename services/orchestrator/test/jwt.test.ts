@@ -4,18 +4,9 @@
  * token is refused with HTTP 401 and a JSON-RPC error body.
  */
 import { createServer } from 'node:http';
-import { allow, defineValidator } from '@fleet/interceptor-kit';
-import { startHttpBackend } from '@fleet/test-fixtures';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import {
-  connectClient,
-  defer,
-  listenLoopback,
-  serveInterceptors,
-  startGateway,
-  textOf,
-} from './harness.ts';
+import { connectClient, gatewayRecordingPrincipals, listenLoopback, textOf } from './harness.ts';
 import { SESSION_INIT } from './raw-http.ts';
 
 const ISSUER = 'https://issuer.test.example';
@@ -70,24 +61,8 @@ function token(options: TokenOptions): Promise<string> {
 
 async function setup() {
   const issuer = await startIssuer();
-  const backend = await startHttpBackend({ name: 'fx' });
-  defer(() => backend.close());
-  const principals: unknown[] = [];
-  const recorder = defineValidator({
-    name: 'principal-recorder',
-    hooks: [{ events: ['tools/call'], phase: 'request' }],
-    handler: (_payload, ctx) => {
-      principals.push(ctx.context.principal);
-      return allow();
-    },
-  });
-  const service = await serveInterceptors([recorder]);
-  const gateway = await startGateway(
-    `backends:\n  - {id: fx, url: "${backend.url}"}
-interceptors:\n  - url: "${service.url}"
-auth: {mode: jwt, issuer: "${ISSUER}", audience: ${AUDIENCE}, jwksUrl: "${issuer.jwksUrl}"}
-`,
-    { redis: false },
+  const { gateway, principals } = await gatewayRecordingPrincipals(
+    `{mode: jwt, issuer: "${ISSUER}", audience: ${AUDIENCE}, jwksUrl: "${issuer.jwksUrl}"}`,
   );
   return { issuer, gateway, principals };
 }
