@@ -6,7 +6,7 @@
  * credentials. The authorization server is a small one in this file (client_credentials
  * grant, RFC 8414 metadata, JWKS): no real one runs on these machines.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import {
   discoverOAuthProtectedResourceMetadata,
@@ -48,8 +48,9 @@ async function startAuthorizationServer() {
   const jwk = { ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' };
   const requests: TokenRequest[] = [];
   let issuer = '';
-  const json = (res: import('node:http').ServerResponse, status: number, body: unknown) =>
+  const json = (res: ServerResponse, status: number, body: unknown): void => {
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path === '/.well-known/oauth-authorization-server') {
