@@ -4,7 +4,7 @@
  */
 import { type AuditRecord, type AuditRecordInput, createAuditRecord } from '@fleet/audit';
 import type { ChainExecution, ChainObserver } from './gateway.ts';
-import type { Logger } from './logger.ts';
+import { type Logger, logThrottle } from './logger.ts';
 import { chainStatusOf } from './telemetry.ts';
 
 /** Where records go: `AuditProducer.enqueue` returns at once. */
@@ -87,21 +87,20 @@ export function createAuditObserver(
   log?: Pick<Logger, 'warn'>,
   now: () => number = () => performance.now(),
 ): ChainObserver {
-  let dropped = 0;
-  let loggedAt = Number.NEGATIVE_INFINITY;
+  const dropped = logThrottle(DROPPED_RECORD_LOG_INTERVAL_MS, now);
   return {
     chainExecuted(execution) {
       try {
         sink.enqueue(auditRecordOf(execution));
       } catch (error) {
-        dropped++;
-        const at = now();
-        if (log && at - loggedAt >= DROPPED_RECORD_LOG_INTERVAL_MS) {
-          loggedAt = at;
+        if (dropped.due() && log) {
           // The error's kind and its first words, never the execution (client text).
           const reason =
             error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : 'unknown';
-          log.warn({ dropped, reason }, 'audit record dropped: it could not be built or queued');
+          log.warn(
+            { dropped: dropped.count, reason },
+            'audit record dropped: it could not be built or queued',
+          );
         }
       }
     },

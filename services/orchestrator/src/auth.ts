@@ -18,9 +18,11 @@ export interface Credentials {
 
 /**
  * Why credentials were refused (RFC 6750 §3.1): `missing` (no bearer token: HTTP 401, a
- * challenge without an error code), `invalid_token` (401), `insufficient_scope` (403).
+ * challenge without an error code), `invalid_token` (401), `insufficient_scope` (403); or
+ * `unavailable`: the gateway cannot check them now (its JWKS cannot be fetched: 503, so a
+ * client does not throw away a good token).
  */
-export type AuthRefusal = 'missing' | 'invalid_token' | 'insufficient_scope';
+export type AuthRefusal = 'missing' | 'invalid_token' | 'insufficient_scope' | 'unavailable';
 
 /** Refused credentials; `message` is fixed text that never repeats the token. */
 export class AuthError extends FleetError {
@@ -50,6 +52,16 @@ function bearer(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match?.[1];
+}
+
+/**
+ * Whether jose failed to get the keys rather than found the token bad: the JWKS could not be
+ * fetched (`fetch failed`), timed out, answered other than 200, or is not a key set.
+ */
+function keysUnavailable(error: unknown): boolean {
+  if (error instanceof TypeError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JWKS_INVALID' || code === 'ERR_JOSE_GENERIC';
 }
 
 /** A JWT's scopes: `scope` (RFC 9068, space-separated) or `scp` (a list, or a string). */
@@ -105,6 +117,10 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
           try {
             ({ payload } = await jwtVerify(token, jwks, { issuer: config.issuer, audience }));
           } catch (error) {
+            if (keysUnavailable(error))
+              throw new AuthError('unavailable', 'the gateway cannot verify tokens right now', {
+                cause: error,
+              });
             throw new AuthError(
               'invalid_token',
               'the bearer token is not a valid JWT for this gateway',

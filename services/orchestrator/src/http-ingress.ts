@@ -28,7 +28,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { AuthError, type Authenticator, type Credentials } from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { ClientSession, Gateway } from './gateway.ts';
-import type { Logger } from './logger.ts';
+import { type Logger, logThrottle } from './logger.ts';
 import { createClientSession, directRequestHandler } from './mcp-session.ts';
 import { bearerChallenge, type ProtectedResource, protectedResource } from './oauth.ts';
 import type { Registry } from './registry.ts';
@@ -191,11 +191,31 @@ export function rebindingGuard(
   };
 }
 
+/** How often a JWKS outage is logged (the first refusal, then at most this often). */
+const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
+/** What a client refused during a JWKS outage is told to wait. */
+const JWKS_RETRY_AFTER_S = 5;
+
+function jwksUrlOf(config: OrchestratorConfig): string | undefined {
+  return config.auth.mode === 'jwt' ? config.auth.jwksUrl : undefined;
+}
+
+/** An error's name, code and first words (`fetch failed` hides its reason in `cause`). */
+function causeText(error: unknown, depth = 0): string {
+  if (!(error instanceof Error)) return 'unknown';
+  const code = (error as { code?: unknown }).code;
+  const text = `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${error.message.slice(0, 200)}`;
+  return error.cause === undefined || depth >= 2
+    ? text
+    : `${text} (${causeText(error.cause, depth + 1)})`;
+}
+
 /** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
 export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const { gateway, registry, config, authenticator, log } = options;
   const sessions = new Map<string, HttpSession>();
   const rebindingProblem = rebindingGuard(config);
+  const keysFailing = logThrottle(KEYS_FAILING_LOG_INTERVAL_MS);
   const resource = protectedResource(config.auth, rebindingGuard(config, { checkOrigin: false }));
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
@@ -309,6 +329,18 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     } catch (error) {
       const refusal = error instanceof AuthError ? error.refusal : 'invalid_token';
       const message = error instanceof FleetError ? error.message : 'authentication failed';
+      if (refusal === 'unavailable') {
+        if (keysFailing.due()) {
+          const cause = (error as Error).cause;
+          log.warn(
+            { failures: keysFailing.count, jwksUrl: jwksUrlOf(config), err: causeText(cause) },
+            'cannot verify bearer tokens: the JWKS could not be fetched',
+          );
+        }
+        return reject(res, 'UNAVAILABLE', `Service unavailable: ${message}`, {
+          headers: { 'retry-after': String(JWKS_RETRY_AFTER_S) },
+        });
+      }
       const challenge = bearerChallenge(refusal, message, resource?.challengeParams(req));
       return refusal === 'insufficient_scope'
         ? reject(res, 'FORBIDDEN', `Forbidden: ${message}`, {

@@ -126,6 +126,7 @@ export async function serveInterceptors(
  */
 export async function gatewayRecordingPrincipals(
   auth: string,
+  options: StartGatewayOptions = {},
 ): Promise<{ gateway: TestGateway; principals: unknown[] }> {
   const backend = await startHttpBackend({ name: 'fx' });
   defer(() => backend.close());
@@ -144,7 +145,7 @@ export async function gatewayRecordingPrincipals(
 interceptors:\n  - url: "${service.url}"
 auth: ${auth}
 `,
-    { redis: false },
+    { redis: false, ...options },
   );
   return { gateway, principals };
 }

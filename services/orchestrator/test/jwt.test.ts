@@ -4,8 +4,11 @@
  * token is refused with HTTP 401 and a JSON-RPC error body.
  */
 import { createServer } from 'node:http';
+import { freePort } from '@fleet/test-fixtures';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
+import type { Logger } from '../src/logger.ts';
+import { silentLogger } from '../src/logger.ts';
 import { connectClient, gatewayRecordingPrincipals, listenLoopback, textOf } from './harness.ts';
 import { SESSION_INIT } from './raw-http.ts';
 
@@ -17,24 +20,35 @@ const INIT = JSON.stringify(SESSION_INIT);
 
 type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 
-/** A JWKS endpoint on 127.0.0.1 publishing one ES256 public key. */
+/**
+ * A JWKS endpoint on 127.0.0.1 publishing one ES256 public key; `answer` can make it fail
+ * (`500`: an error status, `junk`: a body that is not a key set).
+ */
 async function startIssuer() {
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' };
   let fetches = 0;
+  let answer: 'keys' | '500' | 'junk' = 'keys';
   const server = createServer((req, res) => {
     if (req.url !== '/.well-known/jwks.json') {
       res.writeHead(404).end();
       return;
     }
     fetches += 1;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] }));
+    if (answer === '500') res.writeHead(500).end('down for maintenance');
+    else
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(answer === 'junk' ? { keys: 'none' } : { keys: [jwk] }));
   });
   const base = await listenLoopback(server);
   return {
     jwksUrl: `${base}/.well-known/jwks.json`,
     privateKey,
     fetches: () => fetches,
+    answer: (next: typeof answer) => {
+      answer = next;
+    },
   };
 }
 
@@ -59,12 +73,26 @@ function token(options: TokenOptions): Promise<string> {
     .sign(options.key);
 }
 
-async function setup() {
+async function setup(options: { jwksUrl?: string; log?: Logger } = {}) {
   const issuer = await startIssuer();
+  const jwksUrl = options.jwksUrl ?? issuer.jwksUrl;
   const { gateway, principals } = await gatewayRecordingPrincipals(
-    `{mode: jwt, issuer: "${ISSUER}", audience: ${AUDIENCE}, jwksUrl: "${issuer.jwksUrl}"}`,
+    `{mode: jwt, issuer: "${ISSUER}", audience: ${AUDIENCE}, jwksUrl: "${jwksUrl}"}`,
+    { log: options.log },
   );
   return { issuer, gateway, principals };
+}
+
+/** A logger that keeps its warnings. */
+function recordingLogger(): Logger & { warnings: Array<{ obj: unknown; msg: unknown }> } {
+  const warnings: Array<{ obj: unknown; msg: unknown }> = [];
+  return {
+    ...silentLogger,
+    warn: (obj: unknown, msg?: unknown) => {
+      warnings.push({ obj, msg });
+    },
+    warnings,
+  } as Logger & { warnings: typeof warnings };
 }
 
 async function post(url: string, authorization: string | undefined) {
@@ -165,4 +193,53 @@ describe('JWT auth', () => {
     expect(res.headers.get('mcp-session-id')).toBeNull();
     expect(principals).toEqual([]);
   });
+
+  it.each([
+    ['refuses connections', 'closed'],
+    ['answers 500', '500'],
+    ['answers something that is not a key set', 'junk'],
+  ] as const)(
+    'answers 503 with Retry-After while the JWKS %s, and recovers',
+    async (_what, how) => {
+      const log = recordingLogger();
+      const closed = `http://127.0.0.1:${await freePort()}/.well-known/jwks.json`;
+      const { issuer, gateway, principals } = await setup({
+        log,
+        ...(how === 'closed' ? { jwksUrl: closed } : {}),
+      });
+      if (how !== 'closed') issuer.answer(how);
+      const jwt = `Bearer ${await token({ key: issuer.privateKey })}`;
+      for (let i = 0; i < 3; i++) {
+        const res = await post(gateway.mcpUrl, jwt);
+        // Not 401: the token may be good, and a client would throw it away.
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(res.body.error?.code).toBe(-32603);
+        expect(res.body.error?.message).toBe(
+          'Service unavailable: the gateway cannot verify tokens right now',
+        );
+        expect(res.headers.get('mcp-session-id')).toBeNull();
+      }
+      // Logged once (then at most once a minute), with the JWKS URL and why, never the token.
+      expect(log.warnings).toHaveLength(1);
+      expect(log.warnings[0]?.msg).toBe(
+        'cannot verify bearer tokens: the JWKS could not be fetched',
+      );
+      expect(log.warnings[0]?.obj).toMatchObject({
+        failures: 1,
+        jwksUrl: how === 'closed' ? closed : issuer.jwksUrl,
+      });
+      expect(JSON.stringify(log.warnings)).not.toContain(jwt.slice(7));
+      if (how === 'closed') {
+        const err = (log.warnings[0]?.obj as { err?: unknown } | undefined)?.err;
+        expect(String(err)).toMatch(/ECONNREFUSED/);
+        return;
+      }
+      // Keys back: the same token is accepted, no restart.
+      issuer.answer('keys');
+      const res = await post(gateway.mcpUrl, jwt);
+      expect(res.status).toBe(200);
+      expect(principals).toEqual([]);
+    },
+  );
 });
