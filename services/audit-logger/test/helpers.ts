@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { type AuditStore, openAuditStore } from '@fleet/audit';
 import { listen } from '@fleet/interceptor-kit';
-import { freePort } from '@fleet/test-fixtures';
+import { deleteKeys, freePort } from '@fleet/test-fixtures';
 import { defer } from '@fleet/test-fixtures/cleanup';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
@@ -31,16 +31,7 @@ export function uniquePrefix(): string {
   const prefix = randomName('test-audit-logger');
   defer(async () => {
     const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await client.del(...keys);
-      } while (cursor !== '0');
-    } finally {
-      client.disconnect();
-    }
+    await deleteKeys(client, `${prefix}:*`).finally(() => client.disconnect());
   });
   return prefix;
 }
