@@ -23,6 +23,7 @@ export {
   AUDIT_JOB_OPTIONS,
   createAuditProducer,
   DEFAULT_JOURNAL_PATH,
+  DEFAULT_MAX_BUFFERED,
   DEFAULT_REDIS_URL,
 } from './producer.ts';
 export type {

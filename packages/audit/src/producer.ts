@@ -30,6 +30,9 @@ export const DEFAULT_JOURNAL_PATH = '.fleet/audit-journal.ndjson';
 /** The Redis the producer talks to unless `connection` says otherwise. */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
+/** Records a producer holds in memory unless `maxBuffered` says otherwise. */
+export const DEFAULT_MAX_BUFFERED = 10_000;
+
 /**
  * Job options of every audit job. Completed jobs are dropped soon (the store keeps the
  * record); failed ones stay a week for inspection; the worker retries a transient failure
@@ -68,7 +71,8 @@ export interface AuditProducerOptions {
   /**
    * Most records held in memory while Redis is slow or away; older ones spill to the
    * journal. Checked between sends, so during one send (at most `sendTimeoutMs`) what
-   * arrives meanwhile may exceed it. Default 10 000.
+   * arrives meanwhile may exceed it. `0`: every record goes through the journal. Default
+   * {@link DEFAULT_MAX_BUFFERED}.
    */
   maxBuffered?: number;
   /**
@@ -212,7 +216,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   } = options;
   const batchSize = checkInteger('batchSize', options.batchSize ?? 500, 1);
   const flushIntervalMs = checkNumber('flushIntervalMs', options.flushIntervalMs ?? 50, 0);
-  const maxBuffered = checkInteger('maxBuffered', options.maxBuffered ?? 10_000, 0);
+  const maxBuffered = checkInteger('maxBuffered', options.maxBuffered ?? DEFAULT_MAX_BUFFERED, 0);
   const sendTimeoutMs = checkNumber('sendTimeoutMs', options.sendTimeoutMs ?? 2000, 1);
   const closeTimeoutMs = checkNumber('closeTimeoutMs', options.closeTimeoutMs ?? 2000, 0);
   const maxReconnectDelayMs = checkNumber(

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { DEFAULT_MAX_BUFFERED } from '@fleet/audit';
 import { describe, expect, it } from 'vitest';
 import {
   AUDIT_LOGGER_VARIABLES,
@@ -22,6 +23,7 @@ describe('audit-logger environment', () => {
       AUDIT_WORKER: true,
       AUDIT_BATCH_JOBS: true,
       AUDIT_JOURNAL: '.fleet/audit-logger-audit.ndjson',
+      AUDIT_MAX_BUFFERED: DEFAULT_MAX_BUFFERED,
       AUDIT_PAYLOAD_PREVIEW: 0,
     });
     expect(parseAuditWorkerEnv({}).PORT).toBe(8084);
@@ -42,6 +44,7 @@ describe('audit-logger environment', () => {
         AUDIT_WORKER: 'false',
         AUDIT_BATCH_JOBS: '0',
         AUDIT_JOURNAL: '/var/lib/audit.ndjson',
+        AUDIT_MAX_BUFFERED: '250',
         AUDIT_QUEUE: 'q',
         AUDIT_PREFIX: 'p',
         AUDIT_BATCH_SIZE: '50',
@@ -56,15 +59,21 @@ describe('audit-logger environment', () => {
       AUDIT_WORKER: false,
       AUDIT_BATCH_JOBS: false,
       AUDIT_BATCH_SIZE: 50,
+      AUDIT_MAX_BUFFERED: 250,
       AUDIT_PAYLOAD_PREVIEW: 256,
     });
+    // 0 is a bound too (every record goes through the journal); empty is the default.
+    expect(parseAuditLoggerEnv({ AUDIT_MAX_BUFFERED: '0' }).AUDIT_MAX_BUFFERED).toBe(0);
+    expect(parseAuditLoggerEnv({ AUDIT_MAX_BUFFERED: '' }).AUDIT_MAX_BUFFERED).toBe(
+      DEFAULT_MAX_BUFFERED,
+    );
     expect(parseAuditLoggerEnv({ DATABASE_URL: '', AUDIT_WORKER: '' })).toMatchObject({
       DATABASE_URL: undefined,
       AUDIT_WORKER: true,
     });
   });
 
-  it.each([
+  it.each<[Record<string, string>, string]>([
     [{ PORT: '70000' }, 'PORT'],
     [{ PORT: 'eighty' }, 'PORT'],
     [{ AUDIT_RETENTION_DAYS: '0' }, 'AUDIT_RETENTION_DAYS'],
@@ -74,6 +83,13 @@ describe('audit-logger environment', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
     [{ AUDIT_DB_SCHEMA: 'a;drop' }, 'AUDIT_DB_SCHEMA'],
+    // Not an integer >= 0 written in digits (Number(' ') would be 0, Number('1e3') 1000).
+    ...['-1', '1.5', 'many', ' ', '1e3', '0x10', '99999999999999999999'].map(
+      (value): [Record<string, string>, string] => [
+        { AUDIT_MAX_BUFFERED: value },
+        'AUDIT_MAX_BUFFERED',
+      ],
+    ),
   ])('refuses %j naming %s', (env, name) => {
     const error = (() => {
       try {
@@ -108,10 +124,17 @@ describe('AUDIT_* variables a process does not read', () => {
     );
     expect(warnings[1]?.message).not.toContain('did you mean');
     expect(auditLoggerEnvWarnings({ AUDIT_QUEUE: 'q', AUDIT_WORKER: 'false' })).toEqual([]);
+    expect(auditLoggerEnvWarnings({ AUDIT_MAX_BUFFERED: '100' })).toEqual([]);
   });
 
   it('are not warned about by the worker when the audit-logger reads them (a shared environment)', () => {
-    expect(auditWorkerEnvWarnings({ AUDIT_JOURNAL: 'j', AUDIT_READ_TOKEN: 'r' })).toEqual([]);
+    expect(
+      auditWorkerEnvWarnings({
+        AUDIT_JOURNAL: 'j',
+        AUDIT_READ_TOKEN: 'r',
+        AUDIT_MAX_BUFFERED: '1',
+      }),
+    ).toEqual([]);
     const [warning] = auditWorkerEnvWarnings({ AUDIT_BATCH_SIZ: '10' });
     expect(warning?.message).toContain('(did you mean "AUDIT_BATCH_SIZE"?)');
     // The worker suggests and lists only what it reads itself.

@@ -3,7 +3,12 @@
  * once at the edge with zod. Only `main.ts` and `worker.ts` call these; nothing below them
  * reads `process.env`.
  */
-import { AUDIT_QUEUE, DEFAULT_PGLITE_DIR, DEFAULT_RETENTION_DAYS } from '@fleet/audit';
+import {
+  AUDIT_QUEUE,
+  DEFAULT_MAX_BUFFERED,
+  DEFAULT_PGLITE_DIR,
+  DEFAULT_RETENTION_DAYS,
+} from '@fleet/audit';
 import { unknownKeyMessage } from '@fleet/core';
 import { z } from 'zod';
 
@@ -35,6 +40,15 @@ const flag = (fallback: boolean) =>
   );
 
 const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+// Digits only, not `z.coerce`: Number(' ') is 0 and Number('1e3') is 1000, neither what an
+// operator meant by a count.
+const count = () =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be an integer >= 0 (digits only)')
+    .transform(Number)
+    .pipe(z.number().max(Number.MAX_SAFE_INTEGER));
 
 const SharedSchema = {
   HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),
@@ -74,6 +88,8 @@ const AuditLoggerEnvSchema = z.object({
   AUDIT_WORKER: flag(true),
   AUDIT_BATCH_JOBS: flag(true),
   AUDIT_JOURNAL: optional(z.string().min(1)).transform((v) => v ?? DEFAULT_AUDIT_LOGGER_JOURNAL),
+  // Records this process's producer holds in memory; beyond them they spill to AUDIT_JOURNAL.
+  AUDIT_MAX_BUFFERED: optional(count()).transform((v) => v ?? DEFAULT_MAX_BUFFERED),
   AUDIT_PAYLOAD_PREVIEW: optional(integer(0, 4096)).transform((v) => v ?? 0),
 });
 

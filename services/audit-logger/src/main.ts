@@ -52,6 +52,7 @@ const producer = await orExit(() =>
   createAuditProducer({
     ...queue,
     journalPath: config.AUDIT_JOURNAL,
+    maxBuffered: config.AUDIT_MAX_BUFFERED,
     // One queue job per batch of records: what lets the pipeline run past BullMQ's per-job rate.
     batchJobs: config.AUDIT_BATCH_JOBS,
     logger: auditLog,

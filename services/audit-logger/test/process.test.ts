@@ -4,12 +4,17 @@
  * start-up line, health, metrics, records end to end, graceful SIGTERM.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAuditProducer, createAuditRecord } from '@fleet/audit';
-import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import {
+  freePort,
+  type ServiceProcess,
+  sourceCommand,
+  startServiceProcess,
+} from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import {
   DATABASE_URL,
@@ -55,6 +60,27 @@ async function failedStartLines(cwd: string, env: Record<string, string>): Promi
   return stderr.trim().split('\n');
 }
 
+/** One `interceptor/invoke` of the `audit-logger` interceptor (a `prompts/get` request by ada). */
+async function invokeAuditLogger(url: string, trace: string): Promise<void> {
+  const invoke = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'interceptor/invoke',
+      params: {
+        name: 'audit-logger',
+        event: 'prompts/get',
+        phase: 'request',
+        payload: { name: 'greeting', arguments: { name: 'Ada' } },
+        context: { traceId: trace, principal: { type: 'user', id: 'ada' } },
+      },
+    }),
+  });
+  expect(await invoke.json()).toMatchObject({ result: { valid: true } });
+}
+
 describe('audit-logger process', () => {
   it('serves the interceptor, stores its records in PGlite under .fleet/, and drains on SIGTERM', async () => {
     const cwd = await tempDir();
@@ -73,23 +99,7 @@ describe('audit-logger process', () => {
     expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
 
     const trace = traceId();
-    const invoke = await fetch(`${service.url}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'interceptor/invoke',
-        params: {
-          name: 'audit-logger',
-          event: 'prompts/get',
-          phase: 'request',
-          payload: { name: 'greeting', arguments: { name: 'Ada' } },
-          context: { traceId: trace, principal: { type: 'user', id: 'ada' } },
-        },
-      }),
-    });
-    expect(await invoke.json()).toMatchObject({ result: { valid: true } });
+    await invokeAuditLogger(service.url, trace);
     const auth = { authorization: 'Bearer r' };
     await waitFor(
       async () => {
@@ -216,14 +226,44 @@ describe('audit-logger process', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   }, 90_000);
 
-  it('exits non-zero with a message naming a bad variable', async () => {
-    const started = startServiceProcess({
-      ...sourceCommand(MAIN),
-      env: { ...quietEnv, PORT: 'eighty' },
-      readyTimeoutMs: 20_000,
+  it('holds in memory no more records than AUDIT_MAX_BUFFERED while Redis is away', async () => {
+    const { schema, drop } = await openSchemaStore();
+    defer(drop);
+    const journal = join(await tempDir(), 'audit.ndjson');
+    const service = await startMain(await tempDir(), {
+      ...quietEnv,
+      PORT: '0',
+      // Nothing listens there: the producer cannot send.
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      DATABASE_URL,
+      AUDIT_DB_SCHEMA: schema,
+      AUDIT_WORKER: 'false',
+      AUDIT_JOURNAL: journal,
+      AUDIT_MAX_BUFFERED: '0',
     });
-    await expect(started).rejects.toThrow(/PORT/);
-  }, 30_000);
+    const trace = traceId();
+    await invokeAuditLogger(service.url, trace);
+    // With the default bound (10 000) the record would wait in memory until shutdown.
+    await waitFor(
+      async () => (await readFile(journal, 'utf8').catch(() => '')).includes(trace),
+      'the record in the journal',
+      10_000,
+    );
+    expect(service.stderr()).not.toContain('ignored environment variable');
+    expect(await service.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
+  }, 60_000);
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['AUDIT_MAX_BUFFERED', '-1'],
+  ])(
+    'exits 1 with a message naming a bad %s',
+    async (variable, value) => {
+      const lines = await failedStartLines(await tempDir(), { ...quietEnv, [variable]: value });
+      expect(lines.join('\n')).toContain(variable);
+    },
+    30_000,
+  );
 });
 
 describe('audit-worker process', () => {
