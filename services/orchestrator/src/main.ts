@@ -6,7 +6,8 @@
  *
  * Env: HOST (127.0.0.1), PORT (8080; 0 = free port), FLEET_CONFIG (YAML path), REDIS_URL
  * (redis://127.0.0.1:6379), FLEET_ADMIN_TOKEN, LOG_LEVEL (info), AUDIT_JOURNAL
- * (.fleet/orchestrator-audit.ndjson), standard OTEL_* variables.
+ * (.fleet/orchestrator-audit.ndjson), AUDIT_MAX_BUFFERED (the audit producer's
+ * DEFAULT_MAX_BUFFERED), standard OTEL_* variables.
  */
 import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
@@ -44,6 +45,14 @@ try {
 const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
 if (!Number.isInteger(port) || port < 0 || port > 65535)
   fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
+// Digits only: Number(' ') is 0 and Number('1e3') 1000, neither what an operator meant.
+const maxBufferedText = env.AUDIT_MAX_BUFFERED ?? '';
+const maxBuffered = maxBufferedText === '' ? undefined : Number(maxBufferedText);
+if (
+  maxBuffered !== undefined &&
+  (!/^\d+$/.test(maxBufferedText) || !Number.isSafeInteger(maxBuffered))
+)
+  fail(`AUDIT_MAX_BUFFERED must be an integer >= 0 (digits only), got "${maxBufferedText}"`);
 
 if (stdio) {
   // stdout carries the MCP session: anything else that prints (e.g. the console span
@@ -77,6 +86,7 @@ const producer = config.audit.enabled
       // One job per batch of records: BullMQ's per-job cost otherwise caps the pipeline.
       batchJobs: true,
       journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
+      ...(maxBuffered === undefined ? {} : { maxBuffered }),
       logger: auditLoggerFrom(log),
     })
   : undefined;

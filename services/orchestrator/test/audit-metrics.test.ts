@@ -4,6 +4,7 @@
  * in real Redis, and with Redis unreachable the records wait in memory, then in the journal,
  * and the metrics say how many.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { metricSample } from '@fleet/audit/testing';
 import {
+  exitOf,
   freePort,
   type ServiceProcess,
   sourceCommand,
@@ -39,7 +41,10 @@ async function scrape(service: ServiceProcess): Promise<string> {
 }
 
 /** An orchestrator process in front of a fixture backend, with its audit queue and journal. */
-async function startOrchestrator(redisUrl: string): Promise<{
+async function startOrchestrator(
+  redisUrl: string,
+  env: Record<string, string> = {},
+): Promise<{
   orchestrator: ServiceProcess;
   queue: string;
   journal: string;
@@ -73,6 +78,7 @@ async function startOrchestrator(redisUrl: string): Promise<{
       AUDIT_JOURNAL: journal,
       LOG_LEVEL: 'error',
       OTEL_TRACES_EXPORTER: 'none',
+      ...env,
     },
     readyTimeoutMs: 30_000,
   });
@@ -137,13 +143,15 @@ describe('audit producer metrics of the orchestrator', () => {
   }, 60_000);
 
   it('journals records while Redis is unreachable, and says so on /metrics', async () => {
+    // The producer holds AUDIT_MAX_BUFFERED records in memory before the oldest spill to the
+    // journal: two records a call, 100 calls fill it, the rest spill. Sixteen sessions side
+    // by side (the SDK client keeps a listener per call made on its session).
+    const maxBuffered = 200;
     const { orchestrator, journal } = await startOrchestrator(
       `redis://127.0.0.1:${await freePort()}`,
+      { AUDIT_MAX_BUFFERED: String(maxBuffered) },
     );
-    // The producer holds 10 000 records in memory (its maxBuffered) before the oldest spill to
-    // the journal: two records a call, 5 000 calls fill it, the rest spill. Sixteen sessions
-    // side by side (the SDK client keeps a listener per call made on its session).
-    const calls = 5_200;
+    const calls = 160;
     let next = 0;
     const caller = async () => {
       const client = await connectClient(`${orchestrator.url}/mcp`);
@@ -167,7 +175,8 @@ describe('audit producer metrics of the orchestrator', () => {
     const journaled = value(text, ...records('journaled'));
     const memory = value(text, 'fleet_audit_producer_pending', { state: 'memory' });
     expect(enqueued).toBeGreaterThanOrEqual(2 * calls);
-    expect(memory).toBeLessThanOrEqual(10_000);
+    expect(memory).toBeLessThanOrEqual(maxBuffered);
+    expect(journaled).toBeGreaterThanOrEqual(2 * calls - maxBuffered);
     expect(journaled + memory).toBe(enqueued);
     expect(value(text, 'fleet_audit_producer_pending', { state: 'journal' })).toBe(journaled);
     expect(value(text, ...records('sent'))).toBe(0);
@@ -177,4 +186,25 @@ describe('audit producer metrics of the orchestrator', () => {
     const lines = readFileSync(journal, 'utf8').split('\n').filter(Boolean);
     expect(lines).toHaveLength(journaled);
   }, 120_000);
+
+  it.each(['1e3', ' ', '-1'])(
+    'refuses AUDIT_MAX_BUFFERED=%j at start-up, naming it',
+    async (value) => {
+      const { command, args } = sourceCommand(MAIN);
+      const child = spawn(command, args, {
+        env: { ...process.env, PORT: '0', AUDIT_MAX_BUFFERED: value },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      const exit = await exitOf(child);
+      expect(exit.code).toBe(1);
+      expect(stderr).toContain(
+        `AUDIT_MAX_BUFFERED must be an integer >= 0 (digits only), got "${value}"`,
+      );
+    },
+    30_000,
+  );
 });
