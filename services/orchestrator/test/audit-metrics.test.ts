@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { metricSample } from '@fleet/audit/testing';
 import {
+  deleteKeys,
   exitOf,
   freePort,
   type ServiceProcess,
@@ -58,8 +59,7 @@ async function startOrchestrator(
   // Runs after the orchestrator stopped: its queue's and registry's keys (both named by `id`).
   defer(async () => {
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-    const keys = await redis.keys(`*${id}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deleteKeys(redis, `*${id}*`);
     redis.disconnect();
   });
   const configPath = join(dir, 'fleet.yaml');

@@ -15,7 +15,7 @@ import {
   parseAuditRecord,
 } from '@fleet/audit';
 import { allow, defineValidator, deny } from '@fleet/interceptor-kit';
-import { startHttpBackend } from '@fleet/test-fixtures';
+import { deleteKeys, startHttpBackend } from '@fleet/test-fixtures';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -74,8 +74,7 @@ describe('audit records in the queue', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-audit-'));
     const redis = new Redis(REDIS_URL);
     defer(async () => {
-      const keys = await redis.keys(`${bullPrefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
+      await deleteKeys(redis, `${bullPrefix}:*`);
       redis.disconnect();
       rmSync(dir, { recursive: true, force: true });
     });

@@ -13,7 +13,7 @@ import {
   listen,
 } from '@fleet/interceptor-kit';
 import { defer } from '@fleet/interceptor-kit/testing';
-import { startHttpBackend } from '@fleet/test-fixtures';
+import { deleteKeys, startHttpBackend } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
@@ -88,8 +88,7 @@ export async function startGateway(
     await listening.close(100);
     await orchestrator.close();
     if (redis) {
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0 && options.prefix === undefined) await redis.del(...keys);
+      if (options.prefix === undefined) await deleteKeys(redis, `${prefix}:*`);
       redis.disconnect();
     }
     subscriber?.disconnect();

@@ -13,6 +13,7 @@ import { defineMutator, modified } from '@fleet/interceptor-kit';
 import { startSlowLoris } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import {
+  deleteKeys,
   fixtureCommand,
   freePort,
   sourceCommand,
@@ -49,8 +50,7 @@ describe('orchestrator process', () => {
     );
     defer(async () => {
       const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-      const keys = await redis.keys(`*${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
+      await deleteKeys(redis, `*${prefix}*`);
       redis.disconnect();
     });
     const main = sourceCommand(MAIN);

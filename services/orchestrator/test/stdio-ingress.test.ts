@@ -10,7 +10,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { allow, defineValidator } from '@fleet/interceptor-kit';
-import { sourceCommand, startHttpBackend } from '@fleet/test-fixtures';
+import { deleteKeys, sourceCommand, startHttpBackend } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -54,8 +54,7 @@ async function stdioFleet() {
   );
   defer(async () => {
     const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-    const keys = await redis.keys(`*${unique}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deleteKeys(redis, `*${unique}*`);
     redis.disconnect();
     rmSync(dir, { recursive: true, force: true });
   });
