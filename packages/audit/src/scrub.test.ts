@@ -121,6 +121,58 @@ describe('scrubRecord', () => {
     expect(clean.target).toBe(`[EMAIL] ${head}${TRUNCATION_MARKER}`);
   });
 
+  it('keeps scrubbed abort reasons and validator messages within their bound', () => {
+    // 73 addresses of 6 characters each (510 with spaces) become 73 of `[EMAIL]` (583).
+    const text = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
+    expect(text.length).toBeLessThanOrEqual(AUDIT_RECORD_LIMITS.messageLength);
+    const record = recordAt(0, {
+      abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
+      interceptors: [
+        {
+          name: 'x',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'denied',
+          durationMs: 1,
+          messages: [{ severity: 'error', message: text }],
+        },
+      ],
+    });
+    const { record: clean } = scrubRecord(record, defaultScrubber);
+    const texts = [clean.abortReasons[0]?.reason, clean.interceptors[0]?.messages?.[0]?.message];
+    for (const cut of texts) {
+      expect(cut).toHaveLength(AUDIT_RECORD_LIMITS.messageLength);
+      expect(cut?.endsWith(TRUNCATION_MARKER)).toBe(true);
+      expect(cut).not.toContain('@b.io');
+    }
+  });
+
+  it('cuts a scrubbed abort reason or message before an emoji straddling the cut', () => {
+    // `x@y.io ` becomes `[EMAIL] ` (one longer), which moves the emoji onto the cut.
+    const kept = AUDIT_RECORD_LIMITS.messageLength - TRUNCATION_MARKER.length;
+    const head = 'a'.repeat(kept - 1 - '[EMAIL] '.length);
+    const text = `x@y.io ${head}\u{1F600}${'b'.repeat(12)}`;
+    expect(text.length).toBe(AUDIT_RECORD_LIMITS.messageLength);
+    const record = recordAt(0, {
+      abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
+      interceptors: [
+        {
+          name: 'x',
+          type: 'validation',
+          mode: 'active',
+          outcome: 'denied',
+          durationMs: 1,
+          messages: [{ severity: 'error', message: text }],
+        },
+      ],
+    });
+    const { record: clean } = scrubRecord(record, defaultScrubber);
+    expect(clean.abortReasons[0]?.reason).toBe(`[EMAIL] ${head}${TRUNCATION_MARKER}`);
+    expect(clean.interceptors[0]?.messages?.[0]?.message).toBe(
+      `[EMAIL] ${head}${TRUNCATION_MARKER}`,
+    );
+  });
+
   it('cuts a long preview to its stored length only after scrubbing it', () => {
     // A producer's preview may run PAYLOAD_PREVIEW_SCRUB_MARGIN past the stored length so a
     // value cut there is still whole when scrubbed; here an email straddles the stored cut.

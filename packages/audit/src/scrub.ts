@@ -37,12 +37,12 @@ export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
 
 /**
  * A copy of `record` with its free text scrubbed: `event` and `method` (any method a client
- * makes up is an event named by it: `tools/bob@example.com`; then cut to their bound again,
- * as a replacement may be longer than what it replaced), `target` (a tool or prompt name or a
- * resource URI is caller-chosen text: `mailto:bob@example.com`; cut to its bound again too),
- * `payloadPreview` (then cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH} on a code point boundary),
- * abort reasons and validator messages. A scrubber that throws blanks the text instead of
- * leaking it; `failed` counts those.
+ * makes up is an event named by it: `tools/bob@example.com`), `target` (a tool or prompt name
+ * or a resource URI is caller-chosen text: `mailto:bob@example.com`), abort reasons and
+ * validator messages, each then cut to its {@link AUDIT_RECORD_LIMITS} bound again with a
+ * marker (a replacement such as `[EMAIL]` may be longer than what it replaced), and
+ * `payloadPreview` (then cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH}). No cut splits a surrogate
+ * pair. A scrubber that throws blanks the text instead of leaking it; `failed` counts those.
  */
 export function scrubRecord(
   record: AuditRecord,
@@ -59,28 +59,38 @@ export function scrubRecord(
     failed++;
     return SCRUB_FAILED;
   };
+  // Scrubbed, then cut back to the bound the record schema gave it.
+  const cleanWithin = (text: string, max: number): string => truncateText(clean(text), max);
   const copy: AuditRecord = { ...record };
   // The store's event column (the `event` filter) is filled from this copy. The method is
   // almost always the event: scrubbed once then.
-  copy.event = truncateText(clean(record.event), AUDIT_RECORD_LIMITS.eventLength);
+  copy.event = cleanWithin(record.event, AUDIT_RECORD_LIMITS.eventLength);
   copy.method =
     record.method === record.event
       ? copy.event
-      : truncateText(clean(record.method), AUDIT_RECORD_LIMITS.eventLength);
-  // The store's target column (the `tool` filter, stats byTool) is filled from this copy;
-  // cut to its bound again like the event.
+      : cleanWithin(record.method, AUDIT_RECORD_LIMITS.eventLength);
+  // The store's target column (the `tool` filter, stats byTool) is filled from this copy.
   if (record.target !== undefined)
-    copy.target = truncateText(clean(record.target), AUDIT_RECORD_LIMITS.idLength);
+    copy.target = cleanWithin(record.target, AUDIT_RECORD_LIMITS.idLength);
   // Cut after scrubbing: the queued preview runs past the stored length so that a value
   // straddling the cut is still whole, and recognisable, when scrubbed.
   if (record.payloadPreview !== undefined)
     copy.payloadPreview = cutText(clean(record.payloadPreview), PAYLOAD_PREVIEW_MAX_LENGTH);
   if (record.abortReasons.length > 0)
-    copy.abortReasons = record.abortReasons.map((a) => ({ ...a, reason: clean(a.reason) }));
+    copy.abortReasons = record.abortReasons.map((a) => ({
+      ...a,
+      reason: cleanWithin(a.reason, AUDIT_RECORD_LIMITS.messageLength),
+    }));
   if (record.interceptors.some((i) => i.messages?.length))
     copy.interceptors = record.interceptors.map((i) =>
       i.messages?.length
-        ? { ...i, messages: i.messages.map((m) => ({ ...m, message: clean(m.message) })) }
+        ? {
+            ...i,
+            messages: i.messages.map((m) => ({
+              ...m,
+              message: cleanWithin(m.message, AUDIT_RECORD_LIMITS.messageLength),
+            })),
+          }
         : i,
     );
   return { record: copy, failed };

@@ -350,6 +350,40 @@ describe('audit worker', () => {
     expect(stats.byTool.map((row) => row.tool)).toEqual([stored?.target]);
   });
 
+  it('stores abort reasons and validator messages that scrubbing made longer cut back to their bound', async () => {
+    const prefix = uniquePrefix();
+    const q = queue(prefix);
+    // Within the bound as queued (510); 583 once each address is `[EMAIL]`.
+    const text = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
+    await add(q, [
+      recordAt(0, {
+        abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
+        interceptors: [
+          {
+            name: 'x',
+            type: 'validation',
+            mode: 'active',
+            outcome: 'denied',
+            durationMs: 1,
+            messages: [{ severity: 'error', message: text }],
+          },
+        ],
+      }),
+    ]);
+    worker({ prefix });
+    await waitFor(async () => (await t.count()) === 1, 'the record');
+    const [stored] = (await t.store.query()).records;
+    const texts = [
+      stored?.abortReasons[0]?.reason,
+      stored?.interceptors[0]?.messages?.[0]?.message,
+    ];
+    for (const cut of texts) {
+      expect(cut).toHaveLength(AUDIT_RECORD_LIMITS.messageLength);
+      expect(cut?.endsWith(TRUNCATION_MARKER)).toBe(true);
+    }
+    expect(await t.rawText()).not.toContain('@b.io');
+  });
+
   it('scrubs a made-up event and method: neither the stored row nor the event filter hold its PII', async () => {
     const prefix = uniquePrefix();
     const q = queue(prefix);
