@@ -653,6 +653,77 @@ describe('production values', () => {
   });
 });
 
+describe('jwt auth behind the Ingress', () => {
+  const jwt = [
+    'orchestrator.ingress.enabled=true',
+    'orchestrator.config.auth.mode=jwt',
+    'orchestrator.config.auth.issuer=https://login.example.com',
+    'orchestrator.config.auth.jwksUrl=https://login.example.com/jwks',
+  ];
+  const render = (set: string[]) => renderChart({ set: [...jwt, ...set] });
+
+  it('routes the OAuth metadata and names the resource the one host serves', async () => {
+    const manifests = await render([
+      'orchestrator.ingress.hosts[0]=mcp.example.com',
+      'orchestrator.ingress.tls[0].secretName=mcp-tls',
+      'orchestrator.ingress.tls[0].hosts[0]=mcp.example.com',
+    ]);
+    const ingress = ofKind(manifests, 'Ingress')[0];
+    const paths = (ingress?.spec.rules ?? []).flatMap(
+      (r: { http: { paths: { path: string; pathType: string }[] } }) => r.http.paths,
+    );
+    expect(paths).toEqual([
+      expect.objectContaining({ path: '/mcp', pathType: 'Exact' }),
+      expect.objectContaining({
+        path: '/.well-known/oauth-protected-resource',
+        pathType: 'Prefix',
+      }),
+    ]);
+    const config = parseConfig(orchestratorConfigText(manifests), ANY_VAR);
+    expect(config.auth).toMatchObject({ mode: 'jwt', resource: 'https://mcp.example.com/mcp' });
+  });
+
+  it('uses http for a host without TLS, and keeps a resource the values set', async () => {
+    const plain = await render(['orchestrator.ingress.hosts[0]=mcp.internal']);
+    expect(parseConfig(orchestratorConfigText(plain), ANY_VAR).auth).toMatchObject({
+      resource: 'http://mcp.internal/mcp',
+    });
+    const own = await render([
+      'orchestrator.ingress.hosts[0]=mcp.internal',
+      'orchestrator.config.auth.resource=https://gateway.example.com/mcp',
+    ]);
+    expect(parseConfig(orchestratorConfigText(own), ANY_VAR).auth).toMatchObject({
+      resource: 'https://gateway.example.com/mcp',
+    });
+  });
+
+  it('refuses two hosts without a resource, naming the value to set', async () => {
+    const result = await runHelm([
+      ...templateArgs({
+        set: [
+          ...jwt,
+          'orchestrator.ingress.hosts[0]=a.example.com',
+          'orchestrator.ingress.hosts[1]=b.example.com',
+        ],
+      }),
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(
+      /orchestrator\.config\.auth\.resource: with jwt auth and more than one ingress host/,
+    );
+  });
+
+  it('routes only /mcp without jwt auth', async () => {
+    const manifests = await renderChart({
+      set: ['orchestrator.ingress.enabled=true', 'orchestrator.ingress.hosts[0]=mcp.example.com'],
+    });
+    const paths = (ofKind(manifests, 'Ingress')[0]?.spec.rules ?? []).flatMap(
+      (r: { http: { paths: { path: string }[] } }) => r.http.paths.map((p) => p.path),
+    );
+    expect(paths).toEqual(['/mcp']);
+  });
+});
+
 describe('default values', () => {
   it('renders no HPA, PDB, ServiceMonitor or Ingress', () => {
     for (const kind of [

@@ -59,5 +59,15 @@ expanded by the orchestrator from its environment (the Secret); no secret value 
 {{- $security := deepCopy ($config.security | default dict) -}}
 {{- $_ := set $security "allowedHosts" (concat $hosts ($security.allowedHosts | default list) | uniq) -}}
 {{- $_ := set $config "security" $security -}}
+{{- /* jwt auth behind an Ingress with one host: the OAuth resource is that host's /mcp. */ -}}
+{{- $auth := $config.auth | default dict -}}
+{{- $ing := .Values.orchestrator.ingress -}}
+{{- if and (eq ($auth.mode | default "") "jwt") (not $auth.resource) $ing.enabled (eq (len $ing.hosts) 1) -}}
+{{- $host := first $ing.hosts -}}
+{{- $scheme := "http" -}}
+{{- range $ing.tls }}{{- if has $host (.hosts | default list) }}{{- $scheme = "https" -}}{{- end }}{{- end -}}
+{{- $_ := set $auth "resource" (printf "%s://%s/mcp" $scheme $host) -}}
+{{- $_ := set $config "auth" $auth -}}
+{{- end -}}
 {{- toYaml $config -}}
 {{- end -}}
