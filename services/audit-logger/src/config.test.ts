@@ -3,6 +3,7 @@ import { DEFAULT_MAX_BUFFERED } from '@fleet/audit';
 import { describe, expect, it } from 'vitest';
 import {
   AUDIT_LOGGER_VARIABLES,
+  AUDIT_WORKER_VARIABLES,
   auditLoggerEnvWarnings,
   auditWorkerEnvWarnings,
   ConfigError,
@@ -83,13 +84,6 @@ describe('audit-logger environment', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
     [{ AUDIT_DB_SCHEMA: 'a;drop' }, 'AUDIT_DB_SCHEMA'],
-    // Not an integer >= 0 written in digits (Number(' ') would be 0, Number('1e3') 1000).
-    ...['-1', '1.5', 'many', ' ', '1e3', '0x10', '99999999999999999999'].map(
-      (value): [Record<string, string>, string] => [
-        { AUDIT_MAX_BUFFERED: value },
-        'AUDIT_MAX_BUFFERED',
-      ],
-    ),
   ])('refuses %j naming %s', (env, name) => {
     const error = (() => {
       try {
@@ -101,6 +95,90 @@ describe('audit-logger environment', () => {
     })();
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toContain(name);
+  });
+});
+
+/** Every integer variable of each process with its range (min, max; max unbounded: none). */
+const INTEGER_VARIABLES: ReadonlyArray<[string, number, number | undefined]> = [
+  ['PORT', 0, 65_535],
+  ['AUDIT_RETENTION_DAYS', 1, 36_500],
+  ['AUDIT_BATCH_SIZE', 1, 10_000],
+  ['AUDIT_WORKER_CONCURRENCY', 1, 100_000],
+  ['AUDIT_MAX_BUFFERED', 0, undefined],
+  ['AUDIT_PAYLOAD_PREVIEW', 0, 4096],
+];
+
+const PARSERS: ReadonlyArray<[string, (env: Record<string, string>) => object, string[]]> = [
+  ['audit-logger', parseAuditLoggerEnv, [...AUDIT_LOGGER_VARIABLES]],
+  ['audit-worker', parseAuditWorkerEnv, [...AUDIT_WORKER_VARIABLES]],
+];
+
+/** The variables of `parser` that a plain integer sets to a number: its integer variables. */
+function integerVariables(parser: (env: Record<string, string>) => object, names: string[]) {
+  return names.filter((name) => {
+    try {
+      return typeof (parser({ [name]: '1' }) as Record<string, unknown>)[name] === 'number';
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe.each(PARSERS)('%s integer variables', (_process, parser, names) => {
+  const own = INTEGER_VARIABLES.filter(([name]) => names.includes(name));
+
+  it('are all in this table', () => {
+    expect(integerVariables(parser, names).sort()).toEqual(own.map(([name]) => name).sort());
+  });
+
+  // Number(' ') is 0, Number('1e3') 1000, Number('0x10') 16: none what an operator meant.
+  const bad = (min: number, max: number | undefined) => [
+    ' ',
+    '1e3',
+    '0x10',
+    '-1',
+    '1.5',
+    '+5',
+    ' 5',
+    '5 ',
+    'ten',
+    max === undefined ? '99999999999999999999' : String(max + 1),
+    ...(min > 0 ? [String(min - 1)] : []),
+  ];
+  it.each(
+    own.flatMap(([name, min, max]) =>
+      bad(min, max).map((value): [string, string] => [name, value]),
+    ),
+  )('%s refuses %j, naming it', (name, value) => {
+    let error: unknown;
+    try {
+      parser({ [name]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).code).toBe('INVALID_CONFIG');
+    expect((error as ConfigError).message).toContain(name);
+    expect((error as ConfigError).message).toContain('(digits only)');
+  });
+
+  const good = (min: number, max: number | undefined): Array<[string, number]> => [
+    [String(min), min],
+    [String(min + 7), min + 7],
+    [`0${min + 7}`, min + 7],
+    ...(max === undefined ? [] : [[String(max), max] as [string, number]]),
+  ];
+  it.each(
+    own.flatMap(([name, min, max]) =>
+      good(min, max).map(([value, parsed]): [string, string, number] => [name, value, parsed]),
+    ),
+  )('%s reads %j as %d', (name, value, parsed) => {
+    expect((parser({ [name]: value }) as Record<string, unknown>)[name]).toBe(parsed);
+  });
+
+  it.each(own.map(([name]) => name))('%s empty is the same as unset', (name) => {
+    const read = (env: Record<string, string>) => (parser(env) as Record<string, unknown>)[name];
+    expect(read({ [name]: '' })).toBe(read({}));
   });
 });
 

@@ -39,16 +39,17 @@ const flag = (fallback: boolean) =>
     ]),
   );
 
-const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-
-// Digits only, not `z.coerce`: Number(' ') is 0 and Number('1e3') is 1000, neither what an
-// operator meant by a count.
-const count = () =>
-  z
+// Digits only, not `z.coerce`: Number(' ') is 0, Number('1e3') 1000 and Number('0x10') 16,
+// none what an operator meant by a port, a size or a count.
+const integer = (min: number, max: number = Number.MAX_SAFE_INTEGER) => {
+  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+  const message = `must be an integer ${range} (digits only)`;
+  return z
     .string()
-    .regex(/^\d+$/, 'must be an integer >= 0 (digits only)')
+    .regex(/^\d+$/, message)
     .transform(Number)
-    .pipe(z.number().max(Number.MAX_SAFE_INTEGER));
+    .pipe(z.number().min(min, message).max(max, message));
+};
 
 const SharedSchema = {
   HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),
@@ -64,9 +65,7 @@ const SharedSchema = {
   ),
   AUDIT_QUEUE: optional(z.string().min(1)).transform((v) => v ?? AUDIT_QUEUE),
   AUDIT_PREFIX: optional(z.string().min(1)),
-  AUDIT_RETENTION_DAYS: optional(z.coerce.number().positive().max(36_500)).transform(
-    (v) => v ?? DEFAULT_RETENTION_DAYS,
-  ),
+  AUDIT_RETENTION_DAYS: optional(integer(1, 36_500)).transform((v) => v ?? DEFAULT_RETENTION_DAYS),
   AUDIT_BATCH_SIZE: optional(integer(1, 10_000)),
   AUDIT_WORKER_CONCURRENCY: optional(integer(1, 100_000)),
   LOG_LEVEL: optional(
@@ -89,7 +88,7 @@ const AuditLoggerEnvSchema = z.object({
   AUDIT_BATCH_JOBS: flag(true),
   AUDIT_JOURNAL: optional(z.string().min(1)).transform((v) => v ?? DEFAULT_AUDIT_LOGGER_JOURNAL),
   // Records this process's producer holds in memory; beyond them they spill to AUDIT_JOURNAL.
-  AUDIT_MAX_BUFFERED: optional(count()).transform((v) => v ?? DEFAULT_MAX_BUFFERED),
+  AUDIT_MAX_BUFFERED: optional(integer(0)).transform((v) => v ?? DEFAULT_MAX_BUFFERED),
   AUDIT_PAYLOAD_PREVIEW: optional(integer(0, 4096)).transform((v) => v ?? 0),
 });
 

@@ -256,8 +256,11 @@ describe('audit-logger process', () => {
   it.each([
     ['PORT', 'eighty'],
     ['AUDIT_MAX_BUFFERED', '-1'],
+    // Digits only: Number(' ') would be 0 (a free port), Number('0x10') 16.
+    ['PORT', ' '],
+    ['AUDIT_BATCH_SIZE', '0x10'],
   ])(
-    'exits 1 with a message naming a bad %s',
+    'exits 1 with a message naming a bad %s (%j)',
     async (variable, value) => {
       const lines = await failedStartLines(await tempDir(), { ...quietEnv, [variable]: value });
       expect(lines.join('\n')).toContain(variable);
