@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recordAt } from '../test/stores.ts';
+import { deniedWith, recordAt } from '../test/stores.ts';
 import { AUDIT_RECORD_LIMITS, TRUNCATION_MARKER } from './bounds.ts';
 import { PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 import { defaultScrubber, SCRUB_FAILED, scrubRecord } from './scrub.ts';
@@ -34,19 +34,7 @@ describe('scrubRecord', () => {
   it('scrubs the preview, abort reasons and messages, and leaves the input unchanged', () => {
     const record = recordAt(0, {
       payloadPreview: '{"email":"bob@example.com"}',
-      abortReasons: [
-        { interceptor: 'x', reason: 'found bob@example.com', type: 'validation', phase: 'request' },
-      ],
-      interceptors: [
-        {
-          name: 'x',
-          type: 'validation',
-          mode: 'active',
-          outcome: 'denied',
-          durationMs: 1,
-          messages: [{ severity: 'error', message: 'phone 5550109999' }],
-        },
-      ],
+      ...deniedWith('found bob@example.com', 'phone 5550109999'),
     });
     const before = structuredClone(record);
     const { record: clean, failed } = scrubRecord(record, defaultScrubber);
@@ -125,20 +113,7 @@ describe('scrubRecord', () => {
     // 73 addresses of 6 characters each (510 with spaces) become 73 of `[EMAIL]` (583).
     const text = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
     expect(text.length).toBeLessThanOrEqual(AUDIT_RECORD_LIMITS.messageLength);
-    const record = recordAt(0, {
-      abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
-      interceptors: [
-        {
-          name: 'x',
-          type: 'validation',
-          mode: 'active',
-          outcome: 'denied',
-          durationMs: 1,
-          messages: [{ severity: 'error', message: text }],
-        },
-      ],
-    });
-    const { record: clean } = scrubRecord(record, defaultScrubber);
+    const { record: clean } = scrubRecord(recordAt(0, deniedWith(text)), defaultScrubber);
     const texts = [clean.abortReasons[0]?.reason, clean.interceptors[0]?.messages?.[0]?.message];
     for (const cut of texts) {
       expect(cut).toHaveLength(AUDIT_RECORD_LIMITS.messageLength);
@@ -153,20 +128,7 @@ describe('scrubRecord', () => {
     const head = 'a'.repeat(kept - 1 - '[EMAIL] '.length);
     const text = `x@y.io ${head}\u{1F600}${'b'.repeat(12)}`;
     expect(text.length).toBe(AUDIT_RECORD_LIMITS.messageLength);
-    const record = recordAt(0, {
-      abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
-      interceptors: [
-        {
-          name: 'x',
-          type: 'validation',
-          mode: 'active',
-          outcome: 'denied',
-          durationMs: 1,
-          messages: [{ severity: 'error', message: text }],
-        },
-      ],
-    });
-    const { record: clean } = scrubRecord(record, defaultScrubber);
+    const { record: clean } = scrubRecord(recordAt(0, deniedWith(text)), defaultScrubber);
     expect(clean.abortReasons[0]?.reason).toBe(`[EMAIL] ${head}${TRUNCATION_MARKER}`);
     expect(clean.interceptors[0]?.messages?.[0]?.message).toBe(
       `[EMAIL] ${head}${TRUNCATION_MARKER}`,

@@ -22,6 +22,7 @@ import {
   waitFor,
 } from '../test/helpers.ts';
 import {
+  deniedWith,
   openPostgresTestStore,
   recordAt,
   SHARED_DATABASE_URL,
@@ -355,21 +356,7 @@ describe('audit worker', () => {
     const q = queue(prefix);
     // Within the bound as queued (510); 583 once each address is `[EMAIL]`.
     const text = Array.from({ length: 73 }, () => 'a@b.io').join(' ');
-    await add(q, [
-      recordAt(0, {
-        abortReasons: [{ interceptor: 'x', reason: text, type: 'validation', phase: 'request' }],
-        interceptors: [
-          {
-            name: 'x',
-            type: 'validation',
-            mode: 'active',
-            outcome: 'denied',
-            durationMs: 1,
-            messages: [{ severity: 'error', message: text }],
-          },
-        ],
-      }),
-    ]);
+    await add(q, [recordAt(0, deniedWith(text))]);
     worker({ prefix });
     await waitFor(async () => (await t.count()) === 1, 'the record');
     const [stored] = (await t.store.query()).records;

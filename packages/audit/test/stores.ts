@@ -113,4 +113,27 @@ export async function openPgliteTestStore(
   };
 }
 
+/**
+ * Record overrides for a denial: one abort reason with `reason` and one validator message with
+ * `message` (the scrubbed free texts of a denial).
+ */
+export function deniedWith(
+  reason: string,
+  message: string = reason,
+): Pick<AuditRecord, 'abortReasons' | 'interceptors'> {
+  return {
+    abortReasons: [{ interceptor: 'x', reason, type: 'validation', phase: 'request' }],
+    interceptors: [
+      {
+        name: 'x',
+        type: 'validation',
+        mode: 'active',
+        outcome: 'denied',
+        durationMs: 1,
+        messages: [{ severity: 'error', message }],
+      },
+    ],
+  };
+}
+
 export { recordAt, spanId, T0, traceId } from '../src/testing.ts';
