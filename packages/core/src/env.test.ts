@@ -1,6 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these are configuration texts with ${VAR}, not templates
 import { describe, expect, it } from 'vitest';
-import { expandVariables } from './env.ts';
+import { envInteger, expandVariables, integerProblem } from './env.ts';
 
 describe('expandVariables', () => {
   it.each([
@@ -13,5 +13,43 @@ describe('expandVariables', () => {
     ['$A and ${1A} stay', { A: 'x' }, '$A and ${1A} stay'],
   ])('%s with %j is %j', (text, env, expected) => {
     expect(expandVariables(text, env)).toBe(expected);
+  });
+});
+
+describe('envInteger', () => {
+  it.each([
+    [{}, 8080],
+    [{ PORT: '' }, 8080],
+    [{ PORT: '0' }, 0],
+    [{ PORT: '65535' }, 65535],
+    [{ PORT: '007' }, 7],
+  ])('reads %j as %d', (env, expected) => {
+    expect(envInteger(env, 'PORT', 8080, { max: 65535 })).toBe(expected);
+  });
+
+  it.each([
+    ' ',
+    '1e3',
+    '0x10',
+    '-1',
+    '1.5',
+    '+5',
+    ' 5',
+    '5 ',
+    'five',
+    '65536',
+    '99999999999999999999',
+  ])('refuses PORT=%j naming the variable and the range', (text) => {
+    expect(() => envInteger({ PORT: text }, 'PORT', 8080, { max: 65535 })).toThrow(
+      `PORT must be an integer from 0 to 65535 (digits only), got ${JSON.stringify(text)}`,
+    );
+  });
+
+  it('says ">= min" without an upper bound, and cuts what it quotes', () => {
+    expect(() => envInteger({ N: 'x'.repeat(1000) }, 'N', 1, { min: 1 })).toThrow(
+      `N must be an integer >= 1 (digits only), got "${'x'.repeat(64)}"`,
+    );
+    expect(integerProblem('0', 1)).toBe('must be an integer >= 1 (digits only)');
+    expect(integerProblem('3', 1, 5)).toBeUndefined();
   });
 });

@@ -15,3 +15,37 @@ export function expandVariables(
     return value === undefined || value === '' ? (fallback ?? '') : value;
   });
 }
+
+/**
+ * Why `text` is not an integer from `min` to `max` written in digits, or undefined when it
+ * is. Digits only: `Number(' ')` is 0, `Number('1e3')` 1000 and `Number('0x10')` 16, none what
+ * an operator meant by a port, a size or a count.
+ */
+export function integerProblem(
+  text: string,
+  min: number,
+  max: number = Number.MAX_SAFE_INTEGER,
+): string | undefined {
+  const value = Number(text);
+  if (/^\d+$/.test(text) && value >= min && value <= max) return undefined;
+  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+  return `must be an integer ${range} (digits only)`;
+}
+
+/**
+ * The integer environment variable `name`, or `fallback` when it is unset or empty.
+ * @throws {Error} naming the variable and what it got, when it is not such an integer.
+ */
+export function envInteger(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {},
+): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const problem = integerProblem(text, min, max);
+  if (problem !== undefined)
+    throw new Error(`${name} ${problem}, got ${JSON.stringify(text.slice(0, 64))}`);
+  return Number(text);
+}

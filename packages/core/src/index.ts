@@ -23,7 +23,7 @@ export type {
   RunChainOptions,
 } from './chain.ts';
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
-export { expandVariables } from './env.ts';
+export { envInteger, expandVariables, integerProblem } from './env.ts';
 export type {
   FleetErrorCode,
   FleetErrorOptions,

@@ -9,7 +9,7 @@ import {
   DEFAULT_PGLITE_DIR,
   DEFAULT_RETENTION_DAYS,
 } from '@fleet/audit';
-import { unknownKeyMessage } from '@fleet/core';
+import { integerProblem, unknownKeyMessage } from '@fleet/core';
 import { z } from 'zod';
 
 /** The configuration cannot be used; the message names each bad variable. */
@@ -39,17 +39,15 @@ const flag = (fallback: boolean) =>
     ]),
   );
 
-// Digits only, not `z.coerce`: Number(' ') is 0, Number('1e3') 1000 and Number('0x10') 16,
-// none what an operator meant by a port, a size or a count.
-const integer = (min: number, max: number = Number.MAX_SAFE_INTEGER) => {
-  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-  const message = `must be an integer ${range} (digits only)`;
-  return z
+// Digits only (core's integerProblem), not `z.coerce`: Number(' ') is 0, Number('1e3') 1000.
+const integer = (min: number, max: number = Number.MAX_SAFE_INTEGER) =>
+  z
     .string()
-    .regex(/^\d+$/, message)
-    .transform(Number)
-    .pipe(z.number().min(min, message).max(max, message));
-};
+    .superRefine((text, ctx) => {
+      const problem = integerProblem(text, min, max);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .transform(Number);
 
 const SharedSchema = {
   HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),

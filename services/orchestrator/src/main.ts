@@ -12,7 +12,13 @@
 import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { auditLoggerFrom, createAuditProducer, registerAuditMetrics } from '@fleet/audit';
+import {
+  auditLoggerFrom,
+  createAuditProducer,
+  DEFAULT_MAX_BUFFERED,
+  registerAuditMetrics,
+} from '@fleet/audit';
+import { envInteger } from '@fleet/core';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -42,17 +48,14 @@ try {
 } catch (error) {
   fail(error instanceof ConfigError ? error.message : String(error));
 }
-const port = env.PORT === undefined || env.PORT === '' ? 8080 : Number(env.PORT);
-if (!Number.isInteger(port) || port < 0 || port > 65535)
-  fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
-// Digits only: Number(' ') is 0 and Number('1e3') 1000, neither what an operator meant.
-const maxBufferedText = env.AUDIT_MAX_BUFFERED ?? '';
-const maxBuffered = maxBufferedText === '' ? undefined : Number(maxBufferedText);
-if (
-  maxBuffered !== undefined &&
-  (!/^\d+$/.test(maxBufferedText) || !Number.isSafeInteger(maxBuffered))
-)
-  fail(`AUDIT_MAX_BUFFERED must be an integer >= 0 (digits only), got "${maxBufferedText}"`);
+let port = 8080;
+let maxBuffered = DEFAULT_MAX_BUFFERED;
+try {
+  port = envInteger(env, 'PORT', 8080, { max: 65_535 });
+  maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
+} catch (error) {
+  fail((error as Error).message);
+}
 
 if (stdio) {
   // stdout carries the MCP session: anything else that prints (e.g. the console span
@@ -86,7 +89,7 @@ const producer = config.audit.enabled
       // One job per batch of records: BullMQ's per-job cost otherwise caps the pipeline.
       batchJobs: true,
       journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
-      ...(maxBuffered === undefined ? {} : { maxBuffered }),
+      maxBuffered,
       logger: auditLoggerFrom(log),
     })
   : undefined;

@@ -8,6 +8,7 @@
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
+import { envInteger } from '@fleet/core';
 import {
   createLogger,
   createReloadingFile,
@@ -27,9 +28,12 @@ function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }
-const port = env.PORT === undefined || env.PORT === '' ? 8081 : Number(env.PORT);
-if (!Number.isInteger(port) || port < 0 || port > 65535)
-  fail(`PORT must be an integer 0..65535, got "${env.PORT}"`);
+let port = 8081;
+try {
+  port = envInteger(env, 'PORT', 8081, { max: 65_535 });
+} catch (error) {
+  fail((error as Error).message);
+}
 
 let file: ReloadingFile<PiiConfig> | undefined;
 let config: PiiConfig;

@@ -4,6 +4,7 @@
  * = allow everything, said at start-up), REDIS_URL (rate limits), FLEET_TOKEN (bearer on
  * /mcp and /policy), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
  */
+import { envInteger } from '@fleet/core';
 import { createLogger, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -11,9 +12,11 @@ import { createPolicySource, createPolicyValidatorApp, RedisRateLimiter } from '
 
 const env = process.env;
 const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
-const port = env.PORT === undefined || env.PORT === '' ? 8082 : Number(env.PORT);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  process.stderr.write(`PORT must be an integer 0..65535, got "${env.PORT}"\n`);
+let port = 8082;
+try {
+  port = envInteger(env, 'PORT', 8082, { max: 65_535 });
+} catch (error) {
+  process.stderr.write(`${(error as Error).message}\n`);
   process.exit(1);
 }
 const telemetry = startTelemetry(
