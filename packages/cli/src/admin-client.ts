@@ -3,6 +3,7 @@
  * {@link CliError} whose message says what to do about it.
  */
 import { CliError, readApiProblem } from './errors.ts';
+import { FLEET_BIN } from './hints.ts';
 import { exchangeJson } from './http-json.ts';
 
 /** Options for {@link createAdminClient}. */
@@ -14,6 +15,11 @@ export interface AdminClientOptions {
   fetch: typeof fetch;
   /** Budget for one admin request. Default 30 000 ms (registration contacts the service). */
   timeoutMs?: number;
+  /**
+   * The command line that starts a fleet, for the message when nothing answers: written as
+   * the user launched the CLI (`pnpm fleet up`). Default `fleet up`.
+   */
+  startHint?: string;
 }
 
 /** An interceptor descriptor as the admin API shows it (the wire `InterceptorInfo`). */
@@ -110,7 +116,7 @@ const UNREACHABLE_CODES = new Set([
 
 /** Create a client for the admin API at `baseUrl`. */
 export function createAdminClient(options: AdminClientOptions): AdminClient {
-  const { token, fetch: doFetch, timeoutMs = 30_000 } = options;
+  const { token, fetch: doFetch, timeoutMs = 30_000, startHint = `${FLEET_BIN} up` } = options;
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
 
   const call = async (
@@ -143,7 +149,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         if (code === undefined || UNREACHABLE_CODES.has(code))
           return new CliError(
             'ORCHESTRATOR_UNREACHABLE',
-            `cannot reach the orchestrator at ${baseUrl}: is it running? (fleet up)`,
+            `cannot reach the orchestrator at ${baseUrl}: is it running? (${startHint}, or pass --orchestrator)`,
             { cause: error, details: code === undefined ? undefined : { reason: code } },
           );
         return new CliError(

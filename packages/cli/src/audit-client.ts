@@ -4,6 +4,7 @@
  * exit 2) or `AUDIT_API_ERROR`.
  */
 import { CliError, readApiProblem } from './errors.ts';
+import { FLEET_BIN } from './hints.ts';
 import { causeCode, exchangeJson } from './http-json.ts';
 
 /** One audit record, as far as the CLI shows it. */
@@ -32,6 +33,11 @@ export interface AuditClientOptions {
   fetch: typeof fetch;
   /** Budget for one request. Default 10 000 ms. */
   timeoutMs?: number;
+  /**
+   * The command line that starts a fleet, for the message when nothing answers: written as
+   * the user launched the CLI (`pnpm fleet up`). Default `fleet up`.
+   */
+  startHint?: string;
 }
 
 /** The audit API, one method per endpoint the CLI uses. */
@@ -47,7 +53,13 @@ export interface AuditClient {
 
 /** Create a client for the audit API at `baseUrl`. */
 export function createAuditClient(options: AuditClientOptions): AuditClient {
-  const { baseUrl, token, fetch: doFetch, timeoutMs = 10_000 } = options;
+  const {
+    baseUrl,
+    token,
+    fetch: doFetch,
+    timeoutMs = 10_000,
+    startHint = `${FLEET_BIN} up`,
+  } = options;
 
   const get = async <T>(path: string): Promise<T> => {
     const { response: res, json: body } = await exchangeJson(
@@ -67,7 +79,7 @@ export function createAuditClient(options: AuditClientOptions): AuditClient {
           'AUDIT_UNREACHABLE',
           failure.kind === 'timeout'
             ? `the audit API at ${baseUrl} did not answer within ${timeoutMs} ms`
-            : `cannot reach the audit API at ${baseUrl}: is the fleet running? (fleet up, or pass --audit)`,
+            : `cannot reach the audit API at ${baseUrl}: is the fleet running? (${startHint}, or pass --audit)`,
           { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
         );
       },

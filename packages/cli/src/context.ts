@@ -9,6 +9,7 @@
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type AdminClient, createAdminClient } from './admin-client.ts';
+import { type AuditClient, createAuditClient } from './audit-client.ts';
 import { type FleetState, liveFleetState } from './fleet/local-fleet.ts';
 import { FLEET_BIN, fleetCommandLine } from './hints.ts';
 import { parseBaseUrl } from './http-url.ts';
@@ -41,6 +42,11 @@ export interface CommandContext {
   auditUrl(command: Command, orDefault: false): string | undefined;
   /** An admin API client for `command`'s `--orchestrator` and `--admin-token`. */
   admin(command: Command): AdminClient;
+  /**
+   * An audit API client for `baseUrl` (default: {@link CommandContext.auditUrl}), with
+   * `AUDIT_READ_TOKEN` when it is set.
+   */
+  audit(command: Command, baseUrl?: string): AuditClient;
   /** Print `value` as indented JSON with `--json`, else the text `human()` returns. */
   print(command: Command, value: unknown, human: () => string): void;
   /**
@@ -86,7 +92,7 @@ export function createCommandContext(io: CliIO): CommandContext {
       json: opts.json === true,
     };
   };
-  return {
+  const context: CommandContext = {
     io,
     globals,
     stateDir,
@@ -101,7 +107,20 @@ export function createCommandContext(io: CliIO): CommandContext {
     }) as CommandContext['auditUrl'],
     admin(command) {
       const { orchestrator, adminToken } = globals(command);
-      return createAdminClient({ baseUrl: orchestrator, token: adminToken, fetch: io.fetch });
+      return createAdminClient({
+        baseUrl: orchestrator,
+        token: adminToken,
+        fetch: io.fetch,
+        startHint: context.hint(command, 'up'),
+      });
+    },
+    audit(command, baseUrl = context.auditUrl(command)) {
+      return createAuditClient({
+        baseUrl,
+        token: io.env.AUDIT_READ_TOKEN || undefined,
+        fetch: io.fetch,
+        startHint: context.hint(command, 'up'),
+      });
     },
     print(command, value, human) {
       const json = command.optsWithGlobals<{ json?: boolean }>().json === true;
@@ -117,4 +136,5 @@ export function createCommandContext(io: CliIO): CommandContext {
       return fleetCommandLine(io.launcher ?? FLEET_BIN, words, named ? given : undefined);
     },
   };
+  return context;
 }

@@ -1,8 +1,9 @@
 /**
  * `fleet new interceptor`: render the templates in `templates/interceptor/` into a new
  * workspace package `services/<name>`. `common/` holds the files every service gets,
- * `validation/` and `mutation/` the files of one kind; `{{name}}` and `{{type}}` are the
- * placeholders, and the `.tmpl` suffix keeps tsc and biome away from the templates.
+ * `validation/` and `mutation/` the files of one kind; `{{name}}`, `{{type}}` and `{{fleet}}`
+ * (how the workspace runs the CLI, see {@link workspaceFleetCommand}) are the placeholders,
+ * and the `.tmpl` suffix keeps tsc and biome away from the templates.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { CliError } from './errors.ts';
+import { FLEET_BIN } from './hints.ts';
 import type { InterceptorKind } from './types.ts';
 
 /** Where the templates live: `<package>/templates/interceptor`, from `src/` and `dist/` alike. */
@@ -146,6 +148,25 @@ export function workspacePackages(root: string): Map<string, string> {
 }
 
 /**
+ * How the new service's README runs `fleet` from the workspace root (`root`), whenever it is
+ * read: `pnpm fleet` when the root's package.json has a `fleet` script (this repository's
+ * runs the CLI from source, with no build and no `fleet` on PATH), else `fleet`, the bin of
+ * an installed `@fleet/cli`. Not the command line of the `fleet new` that wrote it, which
+ * may have been a path relative to another directory.
+ */
+export function workspaceFleetCommand(root: string): string {
+  try {
+    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts?: Record<string, unknown>;
+    };
+    if (typeof scripts?.fleet === 'string') return 'pnpm fleet';
+  } catch {
+    // no readable package.json
+  }
+  return FLEET_BIN;
+}
+
+/**
  * Replace `{{key}}` placeholders with `values`.
  * @throws {Error} for a placeholder without a value (a broken template).
  */
@@ -224,7 +245,11 @@ export async function scaffoldInterceptor(options: ScaffoldOptions): Promise<Sca
     throw new CliError('TARGET_EXISTS', `${dir} exists already: pick another name or remove it`);
   }
 
-  const files = await renderService(templatesDir, type, { name, type });
+  const files = await renderService(templatesDir, type, {
+    name,
+    type,
+    fleet: workspaceFleetCommand(root),
+  });
   await mkdir(servicesDir, { recursive: true });
   try {
     await mkdir(dir);

@@ -203,13 +203,25 @@ describe('fleet register', () => {
     };
     const run = await fleet(['register', serviceUrl, '--override', 'cli-guard.failOpen=true'], {
       env,
+      launcher: 'pnpm fleet',
     });
     expect(run.code).toBe(0);
-    expect(lines(run.stdout)[0]).toMatch(
+    const [heading, ...rest] = lines(run.stdout);
+    expect(heading).toMatch(
       /comes from the orchestrator's config file: the config entry was left unchanged/,
     );
     expect(run.stdout).not.toContain('set by --override');
     expect(run.stdout).not.toContain('active*');
+    expect(rest).toContain(
+      "as the service declares them; the config's overrides apply on top (pnpm fleet chain shows what runs)",
+    );
+    // Nor can it be unregistered: the refusal says where to remove it.
+    const id = heading?.split(' ')[0] ?? '';
+    const unregister = await fleet(['unregister', id], { env });
+    expect(unregister.code).toBe(1);
+    expect(lines(unregister.stderr)[0]).toBe(
+      `error: the orchestrator answered 409: service "${id}" comes from the config file and cannot be removed at runtime (edit the orchestrator's config file to remove it)`,
+    );
   });
 
   it.each([
@@ -259,6 +271,18 @@ describe('fleet register', () => {
 });
 
 describe('fleet services', () => {
+  it('says how to add one when none is registered, as the CLI was launched', async () => {
+    const run = await fleet(['services'], {
+      env: { FLEET_ORCHESTRATOR_URL: orchestrator.url, FLEET_ADMIN_TOKEN: orchestrator.adminToken },
+      launcher: 'pnpm fleet',
+    });
+    expect(run).toEqual({
+      code: 0,
+      stdout: 'no interceptor services registered (add one: pnpm fleet register <url>)\n',
+      stderr: '',
+    });
+  });
+
   it('lists the registered services in a table, and the raw answer with --json', async () => {
     const id = await registerService();
     const run = await admin(['services']);
@@ -405,8 +429,20 @@ describe('fleet unregister', () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toBe('');
     expect(again.stderr).toBe(
-      `error: the orchestrator answered 404: no service with id "${id}"\n  id: ${id}\n`,
+      `error: the orchestrator answered 404: no service with id "${id}" (fleet services lists the ids)\n  id: ${id}\n`,
     );
+  });
+
+  it('says where the ids are, as the CLI was launched, for an empty id', async () => {
+    const run = await fleet(['unregister', ' ', '--state-dir', '/tmp/b'], {
+      launcher: 'pnpm fleet',
+    });
+    expect(run).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: the service id is empty (pnpm fleet services --state-dir /tmp/b lists the ids)\n',
+    });
   });
 });
 
@@ -460,7 +496,21 @@ describe('errors', () => {
     const run = await fleet(['--orchestrator', url, 'services']);
     expect(run.code).toBe(1);
     expect(run.stderr.split('\n')[0]).toBe(
-      `error: cannot reach the orchestrator at ${url}: is it running? (fleet up)`,
+      `error: cannot reach the orchestrator at ${url}: is it running? (fleet up, or pass --orchestrator)`,
+    );
+  });
+
+  it('says how to start the fleet as the CLI was launched, in the state directory it was given', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const dir = await mkdtemp(join(tmpdir(), 'fleet state '));
+    defer(() => rm(dir, { recursive: true, force: true }));
+    const run = await fleet(['services', '--state-dir', dir], {
+      env: { FLEET_ORCHESTRATOR_URL: url },
+      launcher: 'pnpm fleet',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr.split('\n')[0]).toBe(
+      `error: cannot reach the orchestrator at ${url}: is it running? (pnpm fleet up --state-dir '${dir}', or pass --orchestrator)`,
     );
   });
 

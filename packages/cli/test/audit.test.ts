@@ -93,11 +93,17 @@ describe('fleet audit query', () => {
     expect(run.stdout).toBe('no audit records match\n');
   });
 
-  it('says when the audit API cannot be reached (exit 1)', async () => {
+  it('says when the audit API cannot be reached (exit 1), how to start the fleet as launched', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    const run = await fleet(['audit', 'query', '--audit', url, '--state-dir', dir]);
+    const run = await fleet(['audit', 'query', '--audit', url, '--state-dir', dir], {
+      launcher: 'pnpm fleet',
+    });
     expect(run.code).toBe(1);
     expect(run.stderr.split('\n')[0]).toBe(
+      `error: cannot reach the audit API at ${url}: is the fleet running? (pnpm fleet up --state-dir ${dir}, or pass --audit)`,
+    );
+    const plain = await fleet(['audit', 'query', '--audit', url]);
+    expect(plain.stderr.split('\n')[0]).toBe(
       `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
     );
   });

@@ -28,10 +28,13 @@ export interface FleetRun {
   stderr: string;
 }
 
-/** Run `fleet argv` in process; `env` replaces the environment (default: empty). */
+/**
+ * Run `fleet argv` in process; `env` replaces the environment (default: empty), `launcher` is
+ * how the CLI was launched, as hints print it (default: the `fleet` bin).
+ */
 export async function fleet(
   argv: readonly string[],
-  options: { env?: Record<string, string>; cwd?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; launcher?: string } = {},
 ): Promise<FleetRun> {
   let stdout = '';
   let stderr = '';
@@ -45,6 +48,7 @@ export async function fleet(
     env: options.env ?? {},
     cwd: options.cwd ?? REPO_ROOT,
     fetch: globalThis.fetch,
+    ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
   };
   const code = await runProgram(argv, io);
   return { code, stdout, stderr };

@@ -81,12 +81,14 @@ describe('fleet new interceptor, in a temp workspace', () => {
       'pnpm --filter @fleet/word-guard test',
       'pnpm --filter "@fleet/word-guard..." build',
       'PORT=8090 node services/word-guard/dist/main.js',
-      'fleet register http://127.0.0.1:8090/mcp',
-      'fleet chain --event tools/call --phase request',
+      '\nfleet register http://127.0.0.1:8090/mcp\n',
+      '\nfleet chain --event tools/call --phase request\n',
       '| `BLOCKED_WORDS` |',
     ]) {
       expect(readme).toContain(step);
     }
+    // This workspace has no `fleet` script: the README names the installed bin.
+    expect(readme).not.toContain('pnpm fleet');
 
     expect(run.stdout.split('\n').slice(0, 1 + GENERATED_FILES.length)).toEqual([
       'created services/word-guard: package @fleet/word-guard, validation interceptor "word-guard"',
@@ -103,6 +105,30 @@ describe('fleet new interceptor, in a temp workspace', () => {
         '  fleet chain',
       ].join('\n'),
     );
+  });
+
+  it("writes the README's fleet commands as the workspace runs the CLI, however it was launched", async () => {
+    const root = await tempWorkspace();
+    await writeFile(
+      join(root, 'package.json'),
+      JSON.stringify({ scripts: { fleet: 'tsx packages/cli/src/main.ts' } }),
+    );
+    const run = await fleet(['new', 'interceptor', 'word-guard'], {
+      cwd: root,
+      launcher: 'node ../cli/dist/main.js',
+    });
+    expect(run.code).toBe(0);
+    const readme = await readFile(join(root, 'services/word-guard/README.md'), 'utf8');
+    for (const line of [
+      'pnpm fleet register http://127.0.0.1:8090/mcp',
+      'pnpm fleet chain --event tools/call --phase request',
+    ])
+      expect(readme.split('\n')).toContain(line);
+    for (const words of ['up', 'register', 'services', 'unregister'])
+      expect(readme).toContain(`\`pnpm fleet ${words}`);
+    // No command line starts with a bare `fleet`, nor with the launch of `fleet new`.
+    expect(readme).not.toMatch(/(^|`)fleet (up|register|chain|services|unregister)/m);
+    expect(readme).not.toContain('../cli/dist/main.js');
   });
 
   it('names the --state-dir it was given in its fleet hints, and leaves out the default', async () => {

@@ -6,7 +6,7 @@
  */
 import { parseTimeBound } from '@fleet/audit/time';
 import { type Command, Option } from 'commander';
-import { type AuditRecordView, createAuditClient } from '../audit-client.ts';
+import type { AuditRecordView } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatTable } from '../table.ts';
@@ -69,12 +69,6 @@ function bar(ms: number, scale: number): string {
 
 /** Add `audit query` and `audit trace` to `program`. */
 export function addAuditCommand(program: Command, context: CommandContext): Command {
-  const client = (command: Command) =>
-    createAuditClient({
-      baseUrl: context.auditUrl(command),
-      token: context.io.env.AUDIT_READ_TOKEN || undefined,
-      fetch: context.io.fetch,
-    });
   const audit = program.command('audit').description('query the audit trail');
   audit
     .command('query')
@@ -99,7 +93,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     .option('--audit <url>', 'audit-logger base URL')
     .addOption(stateDirOption())
     .action(async (options: QueryOptions, command: Command) => {
-      const answer = await client(command).records(recordQuery(options));
+      const answer = await context.audit(command).records(recordQuery(options));
       context.print(command, answer, () => {
         if (answer.records.length === 0) {
           return 'no audit records match\n';
@@ -126,7 +120,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     .action(async (traceId: string, _options: unknown, command: Command) => {
       if (!/^[0-9a-fA-F]{32}$/.test(traceId))
         throw new CliError('USAGE', `"${traceId}" is not a trace id (32 hex digits)`);
-      const api = client(command);
+      const api = context.audit(command);
       const answer = await api.trace(traceId.toLowerCase());
       // Records arrive asynchronously (queue, worker): none may also mean "not yet".
       if (answer.records.length === 0)

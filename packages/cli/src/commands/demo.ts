@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Command } from 'commander';
-import { type AuditClient, type AuditRecordView, createAuditClient } from '../audit-client.ts';
+import type { AuditClient, AuditRecordView } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CUSTOMERS } from '../demo/backend.ts';
 import { CliError } from '../errors.ts';
@@ -46,12 +46,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
       const globals = context.globals(command);
       let fleet: LocalFleet | undefined;
       let mcpUrl = `${globals.orchestrator}/mcp`;
-      const audit = (baseUrl: string) =>
-        createAuditClient({
-          baseUrl,
-          token: io.env.AUDIT_READ_TOKEN || undefined,
-          fetch: io.fetch,
-        });
+      const audit = (baseUrl: string) => context.audit(command, baseUrl);
       // An audit API the user named (--audit, $FLEET_AUDIT_URL, fleet.json) must answer:
       // checked before the tour, not after four steps of it.
       const named = context.auditUrl(command, false);
@@ -81,7 +76,7 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         auditApi = audit(named);
       } else {
         // Only the default port: a fleet elsewhere (Helm, Docker) may have none there.
-        auditApi = audit(context.auditUrl(command));
+        auditApi = context.audit(command);
         if (await auditApi.check()) auditApi = undefined;
       }
       const client = new Client({ name: 'fleet-demo', version: '0.1.0' });

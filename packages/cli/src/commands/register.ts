@@ -101,7 +101,7 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
             ...(marked ? ['* set by --override'] : []),
             ...(fromConfig
               ? [
-                  "as the service declares them; the config's overrides apply on top (fleet chain shows what runs)",
+                  `as the service declares them; the config's overrides apply on top (${context.hint(command, 'chain')} shows what runs)`,
                 ]
               : []),
           ].map((line) => `${line}\n`);

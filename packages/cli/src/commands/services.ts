@@ -15,7 +15,7 @@ export function addServicesCommand(program: Command, context: CommandContext): C
       context.print(command, answer, () => {
         const { services } = answer;
         if (services.length === 0) {
-          return 'no interceptor services registered (add one: fleet register <url>)\n';
+          return `no interceptor services registered (add one: ${context.hint(command, 'register <url>')})\n`;
         }
         const table = formatTable(
           ['ID', 'SOURCE', 'STATUS', 'INTERCEPTORS', 'URL'],
