@@ -21,7 +21,7 @@ export const CLI_ERROR_CODES = {
   ADMIN_UNAUTHORIZED: 1,
   /** The admin API answered another non-2xx status. */
   ADMIN_API_ERROR: 1,
-  /** The answer was not what the admin API sends (wrong URL?). */
+  /** The answer was not what the admin API (or, for `fleet demo`, an MCP endpoint) sends: wrong URL? */
   UNEXPECTED_RESPONSE: 1,
   /** Nothing answers at the audit API's URL (or it did not answer in time). */
   AUDIT_UNREACHABLE: 1,

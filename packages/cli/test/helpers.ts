@@ -5,8 +5,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { createServer, type IncomingMessage } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +54,33 @@ export async function fleet(
   };
   const code = await runProgram(argv, io);
   return { code, stdout, stderr };
+}
+
+/** How {@link jsonServer} answers one request. */
+export interface JsonAnswer {
+  /** Default 200. */
+  status?: number;
+  body: unknown;
+}
+
+/**
+ * An HTTP server on 127.0.0.1 that answers every request with the JSON `answer` gives for it;
+ * its base URL, and `close`.
+ */
+export async function jsonServer(
+  answer: (request: IncomingMessage) => JsonAnswer,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((request, response) => {
+    const { status = 200, body } = answer(request);
+    response.writeHead(status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(body));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** A directory that looks like the root of a fleet workspace to the scaffold; removed after the test. */

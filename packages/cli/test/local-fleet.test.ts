@@ -10,7 +10,7 @@ import { describeFleet } from '../src/commands/up.ts';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { fleetCommandLine } from '../src/hints.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
-import { defer, fleet } from './helpers.ts';
+import { defer, fleet, jsonServer } from './helpers.ts';
 
 /** A live process standing in for a running `fleet up`; killed after the test. */
 function liveProcess(): number {
@@ -115,7 +115,8 @@ describe('a second fleet on the state directory of a running one', () => {
     const orchestrator = `http://127.0.0.1:${await freePort()}`;
     const { dir, pid, json } = liveStateDir({ orchestrator });
     const run = await fleet(['demo', '--state-dir', dir]);
-    expect(run.stdout).toContain(`No fleet answers at ${orchestrator}`);
+    // The refusal comes before any word of starting a fleet.
+    expect(run.stdout).toBe('');
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`a fleet is already running from ${dir} (fleet up, pid ${pid}`);
     expect(readFileSync(join(dir, 'fleet.json'), 'utf8')).toBe(json);
@@ -156,6 +157,39 @@ describe('the endpoints fleet up prints', () => {
     const text = describeFleet(fleetUrls, (words) => fleetCommandLine('fleet', words));
     expect(text).not.toContain('--state-dir');
     expect(text).toMatch(/^ {2}fleet demo +# a guided tour against this fleet$/m);
+  });
+
+  it('checks what a fleet of its own needs before saying it starts one, as fleet up does', async () => {
+    const run = await fleet(
+      [
+        'demo',
+        '--orchestrator',
+        'http://127.0.0.1:1',
+        '--state-dir',
+        mkdtempSync(join(tmpdir(), 'fleet-')),
+      ],
+      { env: { REDIS_URL: 'redis://127.0.0.1:9' } },
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('Redis is not reachable at redis://127.0.0.1:9');
+    expect(run.stdout).toBe('');
+  });
+
+  it('says what to do when what answers at --orchestrator opens no MCP session', async () => {
+    // Healthy, with an audit API, but not an orchestrator: no /mcp.
+    const { url, close } = await jsonServer((request) =>
+      request.url === '/mcp' ? { status: 404, body: { error: 'not found' } } : { body: {} },
+    );
+    defer(close);
+    const run = await fleet(['demo', '--orchestrator', url, '--audit', url], {
+      launcher: 'pnpm fleet',
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n')[0]).toBe(
+      `error: no MCP session opens at ${url}/mcp: is ${url} the orchestrator? (pass its base URL as --orchestrator, or leave it out to start a fleet for the demo)`,
+    );
+    expect(run.stderr).toMatch(/^ {2}reason: /m);
   });
 });
 

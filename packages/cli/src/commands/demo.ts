@@ -11,7 +11,7 @@ import type { AuditClient, AuditRecordView } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CUSTOMERS } from '../demo/backend.ts';
 import { CliError } from '../errors.ts';
-import { type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
+import { checkFleetCanStart, type LocalFleet, startLocalFleet } from '../fleet/local-fleet.ts';
 
 /** The SDK client prefixes error messages with "MCP error <code>: "; the demo shows the code itself. */
 const withoutSdkPrefix = (message: string) => message.replace(/^MCP error -?\d+: /, '');
@@ -62,12 +62,15 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
           () => false,
         );
       if (!running) {
+        const stateDir = context.stateDir(command);
+        // Before the word of starting one, as `fleet up` does: a live `fleet up` in the state
+        // directory (named with its pid), Redis, the builds (startLocalFleet checks again).
+        await checkFleetCanStart({ env: io.env, stateDir, port: 0 });
         out(`No fleet answers at ${globals.orchestrator}; starting one for the demo...`);
-        // Refuses (naming the pid) when a live `fleet up` owns the state directory.
         fleet = await startLocalFleet({
           port: 0,
           env: io.env,
-          stateDir: context.stateDir(command),
+          stateDir,
           events: { ready: (s, u) => out(`  ✓ ${s} ${u}`) },
         });
         mcpUrl = fleet.mcpUrl;
@@ -98,7 +101,17 @@ export function addDemoCommand(program: Command, context: CommandContext): Comma
         }
       };
       try {
-        await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl)));
+        await client
+          .connect(new StreamableHTTPClientTransport(new URL(mcpUrl)))
+          .catch((error: unknown) => {
+            if (fleet) throw error;
+            // Something answered /healthz, but no MCP session opens there.
+            throw new CliError(
+              'UNEXPECTED_RESPONSE',
+              `no MCP session opens at ${mcpUrl}: is ${globals.orchestrator} the orchestrator? (pass its base URL as --orchestrator, or leave it out to start a fleet for the demo)`,
+              { details: { reason: (error as Error).message }, cause: error },
+            );
+          });
         const ada = CUSTOMERS['42'];
         out(`\nConnected to ${mcpUrl} as a plain MCP client.\n`);
 
