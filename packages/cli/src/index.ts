@@ -1,6 +1,6 @@
 /**
- * @fleet/cli: the `fleet` command as a library, for tests and for the command modules
- * still to come (`up`, `demo`, `stdio`, `audit`).
+ * @fleet/cli: the `fleet` command as a library (`up`, `demo`, `stdio`, `register`,
+ * `unregister`, `services`, `chain`, `new interceptor`, `audit`), for tests and embedding.
  */
 
 export type {

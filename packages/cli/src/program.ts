@@ -47,7 +47,9 @@ export function createProgram(io: CliIO): Command {
   const program = new Command('fleet');
   // Settings first: subcommands copy them when they are created.
   program
-    .description('Interceptor Fleet: run the fleet, register interceptors, inspect the chain')
+    .description(
+      'Interceptor Fleet: run the fleet locally, tour it, serve desktop clients over stdio, register interceptors, inspect the chain, query the audit trail',
+    )
     .version(CLI_VERSION, '-V, --version')
     .exitOverride()
     .configureOutput({

@@ -10,7 +10,7 @@ import { describeFleet } from '../src/commands/up.ts';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { fleetCommandLine } from '../src/hints.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
-import { defer, fleet, jsonServer } from './helpers.ts';
+import { defer, fleet, jsonServer, REPO_ROOT } from './helpers.ts';
 
 /** A live process standing in for a running `fleet up`; killed after the test. */
 function liveProcess(): number {
@@ -133,31 +133,6 @@ describe('fleet demo', () => {
       `error: cannot reach the audit API at ${audit}: is the fleet running? (fleet up, or pass --audit)`,
     );
   });
-});
-
-describe('the endpoints fleet up prints', () => {
-  const fleetUrls = {
-    mcpUrl: 'http://127.0.0.1:4000/mcp',
-    adminUrl: 'http://127.0.0.1:4001/admin',
-    viewerUrl: 'http://127.0.0.1:4001/',
-    stateDir: '/tmp/s',
-  };
-
-  it('give the hints as the CLI was launched, with the state directory when it is not the default', () => {
-    const text = describeFleet(fleetUrls, (words) =>
-      fleetCommandLine('pnpm fleet', words, '/tmp/my fleet'),
-    );
-    expect(text).toContain("  pnpm fleet demo --state-dir '/tmp/my fleet'");
-    expect(text).toContain("  pnpm fleet chain --event tools/call --state-dir '/tmp/my fleet'");
-    expect(text).toContain("  pnpm fleet audit query --since 10m --state-dir '/tmp/my fleet'");
-    expect(text).not.toMatch(/^ {2}fleet /m);
-  });
-
-  it('leave it out for the default, which the commands read anyway', () => {
-    const text = describeFleet(fleetUrls, (words) => fleetCommandLine('fleet', words));
-    expect(text).not.toContain('--state-dir');
-    expect(text).toMatch(/^ {2}fleet demo +# a guided tour against this fleet$/m);
-  });
 
   it('checks what a fleet of its own needs before saying it starts one, as fleet up does', async () => {
     const run = await fleet(
@@ -193,6 +168,31 @@ describe('the endpoints fleet up prints', () => {
   });
 });
 
+describe('the endpoints fleet up prints', () => {
+  const fleetUrls = {
+    mcpUrl: 'http://127.0.0.1:4000/mcp',
+    adminUrl: 'http://127.0.0.1:4001/admin',
+    viewerUrl: 'http://127.0.0.1:4001/',
+    stateDir: '/tmp/s',
+  };
+
+  it('give the hints as the CLI was launched, with the state directory when it is not the default', () => {
+    const text = describeFleet(fleetUrls, (words) =>
+      fleetCommandLine('pnpm fleet', words, '/tmp/my fleet'),
+    );
+    expect(text).toContain("  pnpm fleet demo --state-dir '/tmp/my fleet'");
+    expect(text).toContain("  pnpm fleet chain --event tools/call --state-dir '/tmp/my fleet'");
+    expect(text).toContain("  pnpm fleet audit query --since 10m --state-dir '/tmp/my fleet'");
+    expect(text).not.toMatch(/^ {2}fleet /m);
+  });
+
+  it('leave it out for the default, which the commands read anyway', () => {
+    const text = describeFleet(fleetUrls, (words) => fleetCommandLine('fleet', words));
+    expect(text).not.toContain('--state-dir');
+    expect(text).toMatch(/^ {2}fleet demo +# a guided tour against this fleet$/m);
+  });
+});
+
 describe('fleet stdio without a running fleet', () => {
   const run = (stateDir: string) => fleet(['stdio', '--state-dir', stateDir]);
 
@@ -200,9 +200,59 @@ describe('fleet stdio without a running fleet', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
     const { code, stdout, stderr } = await run(dir);
     expect(code).toBe(1);
-    expect(stderr).toContain(`no fleet in ${dir}: start one with \`fleet up\``);
+    expect(stderr).toContain(`no fleet in ${dir}: start one with \`fleet up --state-dir ${dir}\``);
     // stdout is the MCP channel: nothing else may be written to it.
     expect(stdout).toBe('');
+  });
+
+  it('says so as the CLI was launched, with the state directory it was given', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const named = await fleet(['stdio', '--state-dir', 'my fleet'], {
+      cwd,
+      launcher: 'pnpm fleet',
+    });
+    expect(named.stderr).toBe(
+      `error: no fleet in ${join(cwd, 'my fleet')}: start one with \`pnpm fleet up --state-dir 'my fleet'\` (or pass --config)\n`,
+    );
+    const plain = await fleet(['stdio'], { cwd, launcher: 'pnpm fleet' });
+    expect(plain.stderr).toContain('start one with `pnpm fleet up` (or pass --config)');
+  });
+
+  it("runs the config fleet.json names (fleet up's --config), and says when it is gone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const config = join(dir, 'elsewhere', 'mine.yaml');
+    writeFileSync(
+      join(dir, 'fleet.json'),
+      JSON.stringify({ urls: {}, fleetToken: 't', configPath: config, pid: process.pid }),
+    );
+    // A generated config beside it is not the one that fleet runs.
+    writeFileSync(join(dir, 'fleet.yaml'), 'backends: []\n');
+    const { code, stdout, stderr } = await fleet(['stdio', '--state-dir', dir], {
+      launcher: 'pnpm fleet',
+    });
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(
+      `error: the fleet in ${dir} has no orchestrator config at ${config}: restart it with \`pnpm fleet up --state-dir ${dir}\`, or pass --config\n`,
+    );
+  });
+
+  it('shows in its help the absolute command line a desktop client needs', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'fleet dir '));
+    const { code, stdout } = await fleet(['stdio', '--help'], { cwd });
+    expect(code).toBe(0);
+    expect(stdout).toContain(
+      ` ${join(REPO_ROOT, 'packages/cli/dist/main.js')} stdio --state-dir '${join(cwd, '.fleet')}'\n`,
+    );
+  });
+
+  it('names a --config that does not exist', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const { code, stderr } = await fleet(['stdio', '--config', 'nope.yaml'], { cwd: dir });
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `error: the config ${join(dir, 'nope.yaml')} does not exist: pass an orchestrator config file as --config\n`,
+    );
   });
 
   it('refuses the state of a fleet up that is gone', async () => {

@@ -3,10 +3,7 @@
  * through a real pipe, and the hints it prints when a package script launched it.
  */
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sourceCommand, stdioBackendCommand } from '@fleet/test-fixtures';
@@ -16,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import {
   defer,
   deleteRedisKeys,
+  jsonServer,
   REPO_ROOT,
   redisCommand,
   runChild,
@@ -26,14 +24,9 @@ const CLI = join(REPO_ROOT, 'packages/cli/src/main.ts');
 
 /** An admin API whose `GET /admin/services` answers `body`; its base URL. */
 async function adminApi(body: unknown): Promise<string> {
-  const server = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(body));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  defer(() => new Promise((resolve) => server.close(resolve)));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { url, close } = await jsonServer(() => ({ body }));
+  defer(close);
+  return url;
 }
 
 /**
@@ -148,9 +141,12 @@ describe('fleet stdio', () => {
       return (await queueKeys(queue)).length > 0;
     };
 
-    await session({});
+    // Two desktop clients starting their sessions at the same moment: each gets a journal of
+    // its own, and its records go where it was told.
+    await Promise.all([session({}), session({ AUDIT_QUEUE: ownQueue })]);
     expect(await arrived(fleetQueue)).toBe(true);
-    await session({ AUDIT_QUEUE: ownQueue });
     expect(await arrived(ownQueue)).toBe(true);
+    // Nothing left behind: no journal claim, no journal of a session that ended cleanly.
+    expect((await readdir(dir)).sort()).toEqual(['fleet.json', 'fleet.yaml']);
   }, 60_000);
 });

@@ -5,33 +5,65 @@
  * interceptor token `fleet up` left in its state directory, so the session shares that
  * fleet's interceptor services, runtime registrations and audit trail (its records go to the
  * fleet's audit queue, which fleet.json names). Several sessions may
- * run at once (a desktop client per user, say): each gets an audit journal of its own.
+ * run at once (a desktop client per user, say), also started at the same moment: each gets
+ * an audit journal of its own.
  *
  * stdout is the MCP channel: nothing but the orchestrator writes to it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { journalHolder, processAlive } from '@fleet/audit/lock';
 import type { Command } from 'commander';
-import type { CommandContext } from '../context.ts';
+import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { entry, nodeArgs, readFleetState } from '../fleet/local-fleet.ts';
+import { entry, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
+import { shellWord } from '../hints.ts';
 
 /** Most concurrent stdio sessions that get a journal of their own. */
 const MAX_JOURNALS = 16;
 
 /**
- * The audit journal for a new session: one per live session, the first that no live process
- * holds. A journal a gone session left is taken over, and the new session replays what it
- * holds.
+ * Claim `file` for this process: create it holding this pid, or take it over from a process
+ * that is gone. False when a live process holds it (or it cannot be written).
  */
-function freeJournal(stateDir: string): string {
+function claim(file: string): boolean {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false;
+    }
+    let owner = Number.NaN;
+    try {
+      owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
+    } catch {
+      // removed meanwhile: try again
+    }
+    if (owner > 0 && processAlive(owner)) return false;
+    rmSync(file, { force: true });
+  }
+  return false;
+}
+
+/**
+ * The audit journal for a new session: one per live session, the first that no live
+ * orchestrator holds and no other `fleet stdio` has claimed. The claim (`<journal>.claim`,
+ * holding this pid, removed by `release`) covers the seconds before the orchestrator locks
+ * the journal itself, so sessions started at the same moment take different journals. A
+ * journal a gone session left is taken over, and the new session replays what it holds.
+ */
+function claimJournal(stateDir: string): { path: string; release: () => void } {
   const path = (n: number) =>
     join(stateDir, n === 1 ? 'stdio-journal.ndjson' : `stdio-journal-${n}.ndjson`);
-  for (let n = 1; n <= MAX_JOURNALS; n++) if (journalHolder(path(n)) === undefined) return path(n);
+  for (let n = 1; n <= MAX_JOURNALS; n++) {
+    const claimFile = `${path(n)}.claim`;
+    if (journalHolder(path(n)) === undefined && claim(claimFile))
+      return { path: path(n), release: () => rmSync(claimFile, { force: true }) };
+  }
   // All taken: the orchestrator will say the journal is in use.
-  return path(1);
+  return { path: path(1), release: () => undefined };
 }
 
 /** Add `stdio` to `program`. */
@@ -41,12 +73,18 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
     .description(
       'serve one MCP session on stdin/stdout through the running fleet (for desktop clients)',
     )
-    .option('--state-dir <dir>', 'state directory of `fleet up`', '.fleet')
+    .addOption(stateDirOption())
     .option('--config <file>', 'orchestrator config to use instead of the fleet’s')
-    .action(async (options: { stateDir: string; config?: string }) => {
+    .addHelpText(
+      'after',
+      () =>
+        `\nA desktop client starts its servers from a directory of its own: give --state-dir as an\nabsolute path. For the fleet of this directory, with the CLI built (pnpm build):\n  ${[process.execPath, join(REPO_ROOT, 'packages/cli/dist/main.js'), 'stdio', '--state-dir', resolve(context.io.cwd, DEFAULT_STATE_DIR)].map(shellWord).join(' ')}`,
+    )
+    .action(async (options: { config?: string }, command: Command) => {
       const { io } = context;
-      const stateDir = resolve(io.cwd, options.stateDir);
+      const stateDir = context.stateDir(command);
       const state = readFleetState(stateDir);
+      const up = context.hint(command, 'up');
       let configPath: string;
       if (options.config) {
         configPath = resolve(io.cwd, options.config);
@@ -54,17 +92,23 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
         if (!state)
           throw new CliError(
             'FLEET_UNAVAILABLE',
-            `no fleet in ${stateDir}: start one with \`fleet up\` (or pass --config)`,
+            `no fleet in ${stateDir}: start one with \`${up}\` (or pass --config)`,
           );
         if (state.pid !== undefined && !processAlive(state.pid))
           throw new CliError(
             'FLEET_UNAVAILABLE',
-            `the fleet in ${stateDir} is not running (its \`fleet up\`, pid ${state.pid}, is gone): start it with \`fleet up\``,
+            `the fleet in ${stateDir} is not running (its \`fleet up\`, pid ${state.pid}, is gone): start it with \`${up}\``,
           );
-        configPath = join(stateDir, 'fleet.yaml');
+        // The config the fleet's orchestrator runs: its `--config`, or the one it generated.
+        configPath = state.configPath ?? join(stateDir, 'fleet.yaml');
       }
       if (!existsSync(configPath))
-        throw new CliError('FLEET_UNAVAILABLE', `no orchestrator config at ${configPath}`);
+        throw new CliError(
+          'FLEET_UNAVAILABLE',
+          options.config
+            ? `the config ${configPath} does not exist: pass an orchestrator config file as --config`
+            : `the fleet in ${stateDir} has no orchestrator config at ${configPath}: restart it with \`${up}\`, or pass --config`,
+        );
       if (!existsSync(entry('orchestrator')))
         throw new CliError(
           'FLEET_UNAVAILABLE',
@@ -77,7 +121,8 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       if (!env.FLEET_TOKEN && state?.fleetToken) env.FLEET_TOKEN = state.fleetToken;
       // The fleet's own queue, where its audit worker reads (an explicit AUDIT_QUEUE wins).
       if (!env.AUDIT_QUEUE && state?.auditQueue) env.AUDIT_QUEUE = state.auditQueue;
-      env.AUDIT_JOURNAL ||= freeJournal(stateDir);
+      const journal = env.AUDIT_JOURNAL ? undefined : claimJournal(stateDir);
+      if (journal) env.AUDIT_JOURNAL = journal.path;
       const child = spawn(process.execPath, [...nodeArgs('orchestrator'), '--stdio'], {
         cwd: io.cwd,
         env,
@@ -86,6 +131,7 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       // If this process exits first (a second signal), the session must not outlive it.
       const orphanGuard = () => {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        journal?.release();
       };
       process.once('exit', orphanGuard);
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
@@ -96,7 +142,10 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       );
       // A signal for us (the client stopping its server) ends the session cleanly.
       void io.untilInterrupted?.().then(() => child.kill('SIGTERM'));
-      const { code, signal } = await exited.finally(() => process.off('exit', orphanGuard));
+      const { code, signal } = await exited.finally(() => {
+        process.off('exit', orphanGuard);
+        journal?.release();
+      });
       if (code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT')
         throw new CliError(
           'FLEET_UNAVAILABLE',

@@ -170,6 +170,8 @@ export interface FleetState {
   adminToken?: string;
   /** The fleet's audit queue: a process started for this fleet gets it as `AUDIT_QUEUE`. */
   auditQueue?: string;
+  /** The orchestrator config the fleet runs: its `--config`, else the generated `fleet.yaml`. */
+  configPath?: string;
   /** The pid of the `fleet up` that wrote it. */
   pid?: number;
 }
@@ -186,6 +188,7 @@ export function readFleetState(stateDir: string): FleetState | undefined {
       ...(typeof parsed.fleetToken === 'string' ? { fleetToken: parsed.fleetToken } : {}),
       ...(typeof parsed.adminToken === 'string' ? { adminToken: parsed.adminToken } : {}),
       ...(typeof parsed.auditQueue === 'string' ? { auditQueue: parsed.auditQueue } : {}),
+      ...(typeof parsed.configPath === 'string' ? { configPath: parsed.configPath } : {}),
       ...(typeof parsed.pid === 'number' ? { pid: parsed.pid } : {}),
     };
   } catch {
@@ -369,6 +372,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
     fleetId,
     options.configPath === undefined ? undefined : readFileSync(options.configPath, 'utf8'),
   );
+  const configPath = options.configPath ?? join(stateDir, 'fleet.yaml');
   const writeState = (urls: FleetState['urls']) => {
     const path = join(stateDir, 'fleet.json');
     writeFileSync(
@@ -376,7 +380,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       // The interceptor token lets a second orchestrator (e.g. `--stdio` for a desktop
       // client) reach this fleet's interceptor services, the admin token lets the admin
       // commands in; owner-only file.
-      `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), auditQueue, pid: process.pid }, null, 2)}\n`,
+      `${JSON.stringify({ urls, fleetToken, ...(adminToken ? { adminToken } : {}), auditQueue, configPath, pid: process.pid }, null, 2)}\n`,
       { mode: 0o600 },
     );
     // `mode` applies only when the file is created: an older, looser one is tightened too.
