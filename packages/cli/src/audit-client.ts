@@ -102,9 +102,11 @@ export function createAuditClient(options: AuditClientOptions): AuditClient {
           : `the audit API refused the query: ${problem.message ?? 'invalid'}`,
         { status: 400, details: problem.details },
       );
+    // The audit API has every path the CLI asks for: a 404 is another server.
+    const wrongServer = res.status === 404 ? `: is ${baseUrl} the audit-logger?` : '';
     throw new CliError(
       'AUDIT_API_ERROR',
-      `the audit API answered ${res.status}: ${problem.message ?? (res.statusText || 'error')}`,
+      `the audit API answered ${res.status}: ${problem.message ?? (res.statusText || 'error')}${wrongServer}`,
       { status: res.status, details: problem.details },
     );
   };

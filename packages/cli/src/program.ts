@@ -15,6 +15,7 @@ import { addUnregisterCommand } from './commands/unregister.ts';
 import { addUpCommand } from './commands/up.ts';
 import { type CommandContext, createCommandContext } from './context.ts';
 import { CliError, formatDetails } from './errors.ts';
+import { FLEET_BIN } from './hints.ts';
 import type { CliIO } from './types.ts';
 
 /** A command module: adds its command (and subcommands) to the program. */
@@ -39,11 +40,34 @@ export const CLI_VERSION = '0.1.0';
 /** Exit code of a usage error (commander's own errors included). */
 export const USAGE_EXIT_CODE = 2;
 
+/** Options for {@link createProgram}. */
+export interface ProgramOptions {
+  /**
+   * Usage errors as one JSON line on stderr (`{"error", "code": "USAGE"}`), as `--json` asks
+   * for every error, with no help text around them. Default false.
+   */
+  jsonErrors?: boolean;
+}
+
+/** A usage error as `--json` prints it. */
+function jsonUsageError(message: string): string {
+  return `${JSON.stringify({ error: message, code: 'USAGE' })}\n`;
+}
+
+/** What commander prints as an error (`error: ...`, maybe a suggestion below) as one line. */
+function commanderMessage(text: string): string {
+  return text
+    .replace(/^error: /, '')
+    .trim()
+    .replace(/\s*\n\s*/g, ' ');
+}
+
 /**
  * Build the `fleet` program around `io`. Commander never exits the process or writes to the
  * real streams: errors are thrown (`exitOverride`) and output goes to `io`.
  */
-export function createProgram(io: CliIO): Command {
+export function createProgram(io: CliIO, options: ProgramOptions = {}): Command {
+  const { jsonErrors = false } = options;
   const program = new Command('fleet');
   // Settings first: subcommands copy them when they are created.
   program
@@ -54,8 +78,12 @@ export function createProgram(io: CliIO): Command {
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout(text),
-      writeErr: (text) => io.stderr(text),
-      outputError: (text, write) => write(text),
+      // Commander writes help shown for an error here too; --json keeps only the error.
+      writeErr: (text) => {
+        if (!jsonErrors) io.stderr(text);
+      },
+      outputError: (text, write) =>
+        jsonErrors ? io.stderr(jsonUsageError(commanderMessage(text))) : write(text),
     })
     .showHelpAfterError('(run with --help for usage)')
     .option(
@@ -64,10 +92,28 @@ export function createProgram(io: CliIO): Command {
     )
     .option('--admin-token <token>', 'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)')
     .option('--json', 'print raw JSON instead of tables');
+  // A command with subcommands given none (`fleet`, `fleet audit`): commander shows its help
+  // as an error; say what is missing under it.
+  program.addHelpText('afterAll', ({ error, command }) => {
+    if (!error) return '';
+    const names = command.commands.map((c) => c.name()).filter((name) => name !== 'help');
+    const path = [io.launcher ?? FLEET_BIN, ...commandPath(command)].join(' ');
+    const message = `${path} needs a command: ${names.join(', ')}`;
+    if (!jsonErrors) return `\nerror: ${message}`;
+    io.stderr(jsonUsageError(message));
+    return '';
+  });
 
   const context = createCommandContext(io);
   for (const addCommand of COMMAND_MODULES) addCommand(program, context);
   return program;
+}
+
+/** The words after `fleet` that name `command` (`['audit', 'query']`; none for the program). */
+function commandPath(command: Command): string[] {
+  const words: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) words.unshift(c.name());
+  return words;
 }
 
 function report(io: CliIO, error: CliError, json: boolean): void {
@@ -86,21 +132,31 @@ function report(io: CliIO, error: CliError, json: boolean): void {
 const GLOBAL_VALUE_OPTIONS = new Set(['--orchestrator', '--admin-token']);
 
 /**
- * The command path `fleet help <path...>` asks about that does not exist (`nosuch`, or
- * `audit nosuch`), or undefined. Commander would print the main help for it, with no word
- * about the unknown name.
+ * What `argv` holds before commander parses it: its words (neither options nor the values of
+ * the global options, up to `--`) and whether `--json` is among its options.
  */
-function unknownHelpTopic(program: Command, argv: readonly string[]): string | undefined {
+function scanArguments(argv: readonly string[]): { words: string[]; json: boolean } {
   const words: string[] = [];
+  let json = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--') break;
     if (arg.startsWith('-')) {
       if (GLOBAL_VALUE_OPTIONS.has(arg)) i++;
+      if (arg === '--json') json = true;
       continue;
     }
     words.push(arg);
   }
+  return { words, json };
+}
+
+/**
+ * The command path `fleet help <path...>` asks about that does not exist (`nosuch`, or
+ * `audit nosuch`), or undefined. Commander would print the main help for it, with no word
+ * about the unknown name.
+ */
+function unknownHelpTopic(program: Command, words: readonly string[]): string | undefined {
   if (words[0] !== 'help') return undefined;
   let command: Command | undefined = program;
   for (const [index, word] of words.slice(1).entries()) {
@@ -116,10 +172,14 @@ function unknownHelpTopic(program: Command, argv: readonly string[]): string | u
  * code; never rejects.
  */
 export async function runProgram(argv: readonly string[], io: CliIO): Promise<number> {
-  const program = createProgram(io);
-  const unknownTopic = unknownHelpTopic(program, argv);
+  const scanned = scanArguments(argv);
+  const program = createProgram(io, { jsonErrors: scanned.json });
+  const unknownTopic = unknownHelpTopic(program, scanned.words);
   if (unknownTopic !== undefined) {
-    io.stderr(`error: unknown command '${unknownTopic}'\n(run with --help for usage)\n`);
+    const message = `unknown command '${unknownTopic}'`;
+    io.stderr(
+      scanned.json ? jsonUsageError(message) : `error: ${message}\n(run with --help for usage)\n`,
+    );
     return USAGE_EXIT_CODE;
   }
   try {

@@ -416,6 +416,48 @@ describe('fleet chain', () => {
   });
 });
 
+describe('a command given without its subcommand', () => {
+  it.each([
+    [
+      [],
+      'pnpm fleet needs a command: up, demo, stdio, register, unregister, services, chain, new, audit',
+    ],
+    [['audit'], 'pnpm fleet audit needs a command: query, trace'],
+    [['new'], 'pnpm fleet new needs a command: interceptor'],
+  ])('fleet %j shows the help and says what is missing (exit 2)', async (argv, message) => {
+    const run = await fleet(argv, { launcher: 'pnpm fleet' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^Usage: fleet /);
+    expect(run.stderr.endsWith(`\nerror: ${message}\n`)).toBe(true);
+    // With --json, the error alone, as one JSON line.
+    const json = await fleet(['--json', ...argv], { launcher: 'pnpm fleet' });
+    expect(json).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${JSON.stringify({ error: message, code: 'USAGE' })}\n`,
+    });
+  });
+});
+
+describe('usage errors with --json', () => {
+  it.each([
+    [['--json', 'servics'], "unknown command 'servics' (Did you mean services?)"],
+    [
+      ['chain', '--phase', 'both', '--json'],
+      "option '--phase <phase>' argument 'both' is invalid. Allowed choices are request, response.",
+    ],
+    [['--json', 'register'], "missing required argument 'url'"],
+    [['--json', 'help', 'nosuch'], "unknown command 'nosuch'"],
+    [['--json', 'services', '--bogus'], "unknown option '--bogus'"],
+  ])('fleet %j: one JSON line on stderr (exit 2)', async (argv, message) => {
+    expect(await fleet(argv)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `${JSON.stringify({ error: message, code: 'USAGE' })}\n`,
+    });
+  });
+});
+
 describe('fleet unregister', () => {
   it('removes a registration; a second time the 404 of the admin API is shown', async () => {
     const registered = await admin(['--json', 'register', serviceUrl]);
@@ -577,6 +619,9 @@ describe('errors', () => {
       expect(run.stderr).not.toBe('');
     }
     expect((await admin(['help', 'nosuch'])).stderr).toContain("unknown command 'nosuch'");
+    expect((await admin(['frobnicate', '--json'])).stderr).toBe(
+      `${JSON.stringify({ error: "unknown command 'frobnicate'", code: 'USAGE' })}\n`,
+    );
     expect((await admin(['help', 'audit'])).code).toBe(0);
     expect((await admin(['--help'])).code).toBe(0);
     expect((await admin(['--version'])).stdout).toBe('0.1.0\n');

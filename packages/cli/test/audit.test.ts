@@ -13,7 +13,7 @@ import {
   startServiceProcess,
 } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteRedisKeys, fleet, REPO_ROOT } from './helpers.ts';
+import { defer, deleteRedisKeys, fleet, jsonServer, REPO_ROOT } from './helpers.ts';
 
 let auditLogger: ServiceProcess;
 let dir: string;
@@ -106,6 +106,17 @@ describe('fleet audit query', () => {
     expect(plain.stderr.split('\n')[0]).toBe(
       `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
     );
+  });
+
+  it('asks whether --audit is the audit-logger when the server there has no audit API', async () => {
+    const { url, close } = await jsonServer(() => ({ status: 404, body: { error: 'not found' } }));
+    defer(close);
+    const run = await fleet(['audit', 'query', '--audit', url]);
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: the audit API answered 404: not found: is ${url} the audit-logger?\n`,
+    });
   });
 });
 

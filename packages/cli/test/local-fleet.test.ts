@@ -81,7 +81,27 @@ describe('local fleet start-up checks', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
     const run = await fleet(['up', '--config', 'nope.yaml', '--state-dir', dir], { cwd: dir });
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(`error: the config ${join(dir, 'nope.yaml')} does not exist\n`);
+    expect(run.stderr).toBe(
+      `error: the config ${join(dir, 'nope.yaml')} does not exist: pass an orchestrator config file as --config, or leave --config out for the generated one\n`,
+    );
+    expect(run.stdout).toBe('');
+  });
+
+  it.each([
+    ['is a file', (file: string) => file, (file: string) => `${file} is not a directory`],
+    [
+      'would be under a file',
+      (file: string) => join(file, 'state'),
+      (file: string) => `${join(file, 'state')} cannot be created: ${file} is not a directory`,
+    ],
+  ])('names a --state-dir that %s before starting anything (exit 1)', async (_, dirOf, problem) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'fleet-')), 'a-file');
+    writeFileSync(file, '');
+    const run = await fleet(['up', '--port', '0', '--state-dir', dirOf(file)]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `error: the state directory ${problem(file)}: pass another --state-dir\n`,
+    );
     expect(run.stdout).toBe('');
   });
 

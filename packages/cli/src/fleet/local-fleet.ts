@@ -7,16 +7,19 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
+  accessSync,
   chmodSync,
+  constants,
   createWriteStream,
   existsSync,
   mkdirSync,
   readFileSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect, createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { processAlive } from '@fleet/audit/lock';
@@ -239,6 +242,32 @@ export function checkPortFree(port: number): Promise<string | undefined> {
   });
 }
 
+/**
+ * Why the fleet cannot keep its state in `stateDir` (created when missing), or undefined:
+ * it, or the nearest of its parents that exists, is not a writable directory.
+ */
+function checkStateDir(stateDir: string): string | undefined {
+  let existing = stateDir;
+  while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing);
+  const problem = !statSync(existing).isDirectory()
+    ? 'is not a directory'
+    : !isWritable(existing)
+      ? 'is not writable'
+      : undefined;
+  if (problem === undefined) return undefined;
+  const which = existing === stateDir ? '' : ` cannot be created: ${existing}`;
+  return `the state directory ${stateDir}${which} ${problem}: pass another --state-dir`;
+}
+
+function isWritable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Where the fleet's Redis is when `REDIS_URL` names none. */
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -331,8 +360,13 @@ export async function checkFleetCanStart(
 ): Promise<void> {
   const { env, stateDir, configPath, port = 8080 } = options;
   assertNoLiveFleet(stateDir);
+  const stateDirProblem = checkStateDir(stateDir);
+  if (stateDirProblem) throw new CliError('FLEET_UNAVAILABLE', stateDirProblem);
   if (configPath !== undefined && !existsSync(configPath))
-    throw new CliError('FLEET_UNAVAILABLE', `the config ${configPath} does not exist`);
+    throw new CliError(
+      'FLEET_UNAVAILABLE',
+      `the config ${configPath} does not exist: pass an orchestrator config file as --config, or leave --config out for the generated one`,
+    );
   if (port !== 0) {
     const portProblem = await checkPortFree(port);
     if (portProblem) throw new CliError('FLEET_UNAVAILABLE', portProblem);
