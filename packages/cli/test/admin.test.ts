@@ -28,6 +28,10 @@ import {
 } from './helpers.ts';
 
 let orchestrator: TestOrchestrator;
+/** One whose config file lists the test service. */
+let configured: TestOrchestrator;
+/** One with `chain.speculativeMutators`. */
+let speculative: TestOrchestrator;
 let service: Listening;
 let serviceUrl: string;
 
@@ -48,11 +52,16 @@ beforeAll(async () => {
   const { listener } = createInterceptorHttpApp(host, { name: 'cli-test-service' });
   service = await listen(listener, { service: 'cli-test-service', announce: false });
   serviceUrl = `${service.url}/mcp`;
-  orchestrator = await startOrchestrator();
+  // At once: each takes seconds to start.
+  [orchestrator, configured, speculative] = await Promise.all([
+    startOrchestrator(),
+    startOrchestrator(`interceptors:\n  - {url: "${serviceUrl}"}\n`),
+    startOrchestrator('chain: {speculativeMutators: true}\n'),
+  ]);
 }, 45_000);
 
 afterAll(async () => {
-  await orchestrator?.close();
+  await Promise.all([orchestrator?.close(), configured?.close(), speculative?.close()]);
   await service?.close(100);
 });
 
@@ -195,8 +204,6 @@ describe('fleet register', () => {
   });
 
   it('says a config entry is left unchanged when its URL is registered again', async () => {
-    const configured = await startOrchestrator(`interceptors:\n  - {url: "${serviceUrl}"}\n`);
-    defer(() => configured.close());
     const env = {
       FLEET_ORCHESTRATOR_URL: configured.url,
       FLEET_ADMIN_TOKEN: configured.adminToken,
@@ -363,8 +370,6 @@ describe('fleet chain', () => {
   });
 
   it('marks a mutator stage that starts with the validators under speculativeMutators', async () => {
-    const speculative = await startOrchestrator('chain: {speculativeMutators: true}\n');
-    defer(() => speculative.close());
     const host = createInterceptorHost([
       defineValidator({
         name: 'spec-guard',

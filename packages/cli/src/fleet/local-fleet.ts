@@ -433,6 +433,10 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
     serviceEnv: Record<string, string>,
     port: number,
   ): Promise<string> => {
+    // A start that failed stops the fleet while other services may still be starting: none
+    // is started after that (nor restarted), so none outlives stop().
+    if (stopping)
+      return Promise.reject(new Error(`${service} was not started: the fleet is stopping`));
     events.starting?.(service);
     const started = Date.now();
     const log = createWriteStream(join(stateDir, 'logs', `${service}.log`), { flags: 'a' });
@@ -527,40 +531,51 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   };
 
   try {
-    const demoBackend = await spawnService('demo-backend', {}, 0);
+    // Everything but the orchestrator at once (none needs another to start); the
+    // orchestrator's config names their URLs, so it comes last.
     const configDir = join(REPO_ROOT, 'packages/cli/demo-config');
-    const [pii, policy] = await Promise.all([
-      spawnService(
-        'pii-redactor',
-        {
-          PII_CONFIG: env.PII_CONFIG || join(configDir, 'pii.yaml'),
-          PII_HMAC_KEY: env.PII_HMAC_KEY || randomBytes(32).toString('base64url'),
-        },
-        0,
-      ),
-      spawnService(
-        'policy-validator',
-        { POLICY_FILE: env.POLICY_FILE || join(configDir, 'policy.yaml') },
-        0,
-      ),
-    ]);
     // PGlite (no DATABASE_URL) serves one process: the worker then runs inside the
-    // audit-logger; with PostgreSQL it is its own process, as in production.
+    // audit-logger; with PostgreSQL it is its own process, as in production, started once
+    // the audit-logger has migrated the store.
     const embedded = !env.DATABASE_URL;
-    const auditEnv = {
-      AUDIT_WORKER: embedded ? 'true' : 'false',
-      AUDIT_JOURNAL: join(stateDir, 'audit-logger-journal.ndjson'),
-      AUDIT_PGLITE_DIR: join(stateDir, 'audit-pglite'),
-    };
-    const audit = await spawnService('audit-logger', auditEnv, 0);
-    const worker = embedded
-      ? audit
-      : await spawnService(
-          'audit-worker',
-          { AUDIT_JOURNAL: join(stateDir, 'audit-worker-journal.ndjson') },
-          0,
-        );
-    const configPath = options.configPath ?? join(stateDir, 'fleet.yaml');
+    const demoBackendUrl = spawnService('demo-backend', {}, 0);
+    const piiUrl = spawnService(
+      'pii-redactor',
+      {
+        PII_CONFIG: env.PII_CONFIG || join(configDir, 'pii.yaml'),
+        PII_HMAC_KEY: env.PII_HMAC_KEY || randomBytes(32).toString('base64url'),
+      },
+      0,
+    );
+    const policyUrl = spawnService(
+      'policy-validator',
+      { POLICY_FILE: env.POLICY_FILE || join(configDir, 'policy.yaml') },
+      0,
+    );
+    const auditUrl = spawnService(
+      'audit-logger',
+      {
+        AUDIT_WORKER: embedded ? 'true' : 'false',
+        AUDIT_JOURNAL: join(stateDir, 'audit-logger-journal.ndjson'),
+        AUDIT_PGLITE_DIR: join(stateDir, 'audit-pglite'),
+      },
+      0,
+    );
+    const [demoBackend, pii, policy, audit, worker] = await Promise.all([
+      demoBackendUrl,
+      piiUrl,
+      policyUrl,
+      auditUrl,
+      embedded
+        ? auditUrl
+        : auditUrl.then(() =>
+            spawnService(
+              'audit-worker',
+              { AUDIT_JOURNAL: join(stateDir, 'audit-worker-journal.ndjson') },
+              0,
+            ),
+          ),
+    ]);
     if (options.configPath === undefined) {
       writeFileSync(
         configPath,
