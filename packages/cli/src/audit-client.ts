@@ -1,8 +1,9 @@
 /**
- * A small client for the audit-logger's query API (DESIGN.md §3): records, one trace. Every
+ * A small client for the audit-logger's query API (DESIGN.md §3): records, one trace, stats. Every
  * failure becomes a {@link CliError}: `AUDIT_UNREACHABLE`, `INVALID_QUERY` (the API's 400,
  * exit 2) or `AUDIT_API_ERROR`.
  */
+import type { AuditStats } from '@fleet/audit';
 import { CliError, readApiProblem } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
 import { causeCode, exchangeJson } from './http-json.ts';
@@ -49,6 +50,8 @@ export interface AuditClient {
   records(query: URLSearchParams): Promise<{ records: AuditRecordView[]; nextCursor?: string }>;
   /** `GET /api/audit/traces/{traceId}`. */
   trace(traceId: string): Promise<{ traceId: string; records: AuditRecordView[] }>;
+  /** `GET /api/audit/stats?since=&until=`. */
+  stats(query: URLSearchParams): Promise<AuditStats>;
 }
 
 /** Create a client for the audit API at `baseUrl`. */
@@ -123,5 +126,6 @@ export function createAuditClient(options: AuditClientOptions): AuditClient {
       ),
     records: (query) => get(`/api/audit/records?${query.toString()}`),
     trace: (traceId) => get(`/api/audit/traces/${encodeURIComponent(traceId)}`),
+    stats: (query) => get(`/api/audit/stats?${query.toString()}`),
   };
 }

@@ -1,18 +1,21 @@
 /**
- * `fleet audit query` and `fleet audit trace` against a real audit-logger process (its query
- * API on an empty PGlite store in a temp dir, its own audit queue on the real Redis).
+ * `fleet audit query`, `fleet audit trace` and `fleet audit stats` against a real audit-logger
+ * process (its query API on a PGlite store in a temp dir, its worker on its own audit queue on
+ * the real Redis). The stats tests put records of a window two days back into that queue; the
+ * other tests look at the last hour or at trace ids of their own, so they find none.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type AuditRecordInput, createAuditProducer, createAuditRecord } from '@fleet/audit';
 import {
   freePort,
   type ServiceProcess,
   sourceCommand,
   startServiceProcess,
 } from '@fleet/test-fixtures';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { defer, deleteRedisKeys, fleet, jsonServer, REPO_ROOT } from './helpers.ts';
 
 let auditLogger: ServiceProcess;
@@ -27,7 +30,6 @@ beforeAll(async () => {
     env: {
       PORT: '0',
       HOST: '127.0.0.1',
-      AUDIT_WORKER: 'false',
       AUDIT_QUEUE: queue,
       AUDIT_PGLITE_DIR: join(dir, 'pglite'),
       AUDIT_JOURNAL: join(dir, 'journal.ndjson'),
@@ -73,19 +75,25 @@ describe('fleet audit query', () => {
   });
 
   it.each([
-    ['--decision', 'maybe', 'Allowed choices are allowed, denied, error'],
-    ['--limit', 'ten', '--limit must be a positive integer'],
-    ['--limit', '0', '--limit must be a positive integer'],
-    ['--since', 'yesterday', '--since must be a duration back from now'],
-    ['--until', '5 minutes', '--until must be a duration back from now'],
-    ['--audit', 'notaurl', '--audit "notaurl" is not a valid URL'],
-  ])('refuses %s %s before asking the API (exit 2)', async (flag, value, message) => {
-    // The flag under test comes last: it wins over the --audit before it.
-    const run = await fleet(['audit', 'query', '--audit', 'http://127.0.0.1:1', flag, value]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain(message);
-    expect(run.stderr).not.toContain('cannot reach');
-  });
+    ['query', '--decision', 'maybe', 'Allowed choices are allowed, denied, error'],
+    ['query', '--limit', 'ten', '--limit must be a positive integer'],
+    ['query', '--limit', '0', '--limit must be a positive integer'],
+    ['query', '--since', 'yesterday', '--since must be a duration back from now'],
+    ['query', '--until', '5 minutes', '--until must be a duration back from now'],
+    ['query', '--audit', 'notaurl', '--audit "notaurl" is not a valid URL'],
+    ['stats', '--since', 'yesterday', '--since must be a duration back from now'],
+    ['stats', '--since', '2025-02-30', '--since must be a duration back from now'],
+    ['stats', '--until', '5 minutes', '--until must be a duration back from now'],
+  ])(
+    'audit %s refuses %s %s before asking the API (exit 2)',
+    async (command, flag, value, message) => {
+      // The flag under test comes last: it wins over the --audit before it.
+      const run = await fleet(['audit', command, '--audit', 'http://127.0.0.1:1', flag, value]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(message);
+      expect(run.stderr).not.toContain('cannot reach');
+    },
+  );
 
   it('says so when nothing matches a --principal', async () => {
     const run = await audit(['query', '--principal', 'anonymous']);
@@ -93,20 +101,49 @@ describe('fleet audit query', () => {
     expect(run.stdout).toBe('no audit records match\n');
   });
 
-  it('says when the audit API cannot be reached (exit 1), how to start the fleet as launched', async () => {
-    const url = `http://127.0.0.1:${await freePort()}`;
-    const run = await fleet(['audit', 'query', '--audit', url, '--state-dir', dir], {
-      launcher: 'pnpm fleet',
+  it('audit stats refuses a bad --since as JSON with --json (exit 2)', async () => {
+    const run = await fleet([
+      'audit',
+      'stats',
+      '--audit',
+      'http://127.0.0.1:1',
+      '--since',
+      'soon',
+      '--json',
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(JSON.parse(run.stderr)).toEqual({
+      error:
+        '--since must be a duration back from now (30m, 1h, 7d) or an ISO 8601 time (2025-01-31T12:00:00Z), got "soon"',
+      code: 'USAGE',
     });
-    expect(run.code).toBe(1);
-    expect(run.stderr.split('\n')[0]).toBe(
-      `error: cannot reach the audit API at ${url}: is the fleet running? (pnpm fleet up --state-dir ${dir}, or pass --audit)`,
-    );
-    const plain = await fleet(['audit', 'query', '--audit', url]);
-    expect(plain.stderr.split('\n')[0]).toBe(
-      `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
-    );
   });
+
+  it.each(['query', 'stats'])(
+    'audit %s says when the audit API cannot be reached (exit 1), how to start the fleet as launched',
+    async (command) => {
+      const url = `http://127.0.0.1:${await freePort()}`;
+      const run = await fleet(['audit', command, '--audit', url, '--state-dir', dir], {
+        launcher: 'pnpm fleet',
+      });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr.split('\n')[0]).toBe(
+        `error: cannot reach the audit API at ${url}: is the fleet running? (pnpm fleet up --state-dir ${dir}, or pass --audit)`,
+      );
+      const plain = await fleet(['audit', command, '--audit', url]);
+      expect(plain.stderr.split('\n')[0]).toBe(
+        `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
+      );
+      const json = await fleet(['audit', command, '--audit', url, '--json']);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stderr)).toMatchObject({
+        error: `cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
+        code: 'AUDIT_UNREACHABLE',
+      });
+    },
+  );
 
   it('asks whether --audit is the audit-logger when the server there has no audit API', async () => {
     const { url, close } = await jsonServer(() => ({ status: 404, body: { error: 'not found' } }));
@@ -133,5 +170,183 @@ describe('fleet audit trace', () => {
 
   it('refuses what is not a trace id (exit 2)', async () => {
     expect((await audit(['trace', 'not-a-trace'])).code).toBe(2);
+  });
+});
+
+describe('fleet audit stats', () => {
+  // A window two days back, out of reach of the other tests' "last hour".
+  const from = new Date(Math.floor((Date.now() - 2 * 86_400_000) / 60_000) * 60_000);
+  const at = (minutes: number) => new Date(from.getTime() + minutes * 60_000).toISOString();
+  const window = ['--since', at(0), '--until', at(60)];
+
+  const check = (
+    name: string,
+    outcome: string,
+    durationMs: number,
+    mode: 'active' | 'audit' = 'active',
+  ) => ({ name, type: 'validation', mode, outcome, durationMs }) as const;
+  const call = { kind: 'chain', phase: 'request', status: 'success' } as const;
+  const RECORDS: AuditRecordInput[] = [
+    {
+      ...call,
+      event: 'tools/call',
+      method: 'tools/call',
+      target: 'get_weather',
+      decision: 'allowed',
+      durationMs: 10,
+      interceptors: [check('pii-guard', 'allowed', 1), check('policy', 'allowed', 2)],
+    },
+    {
+      ...call,
+      event: 'tools/call',
+      method: 'tools/call',
+      target: 'get_weather',
+      decision: 'denied',
+      status: 'validation_failed',
+      durationMs: 20,
+      interceptors: [check('pii-guard', 'allowed', 3), check('policy', 'denied', 4)],
+    },
+    {
+      ...call,
+      event: 'tools/call',
+      method: 'tools/call',
+      target: 'send_email',
+      decision: 'allowed',
+      durationMs: 30,
+      interceptors: [{ ...check('pii-guard', 'modified', 5), type: 'mutation' }],
+    },
+    {
+      ...call,
+      event: 'prompts/get',
+      method: 'prompts/get',
+      target: 'greeting',
+      decision: 'error',
+      status: 'backend_error',
+      durationMs: 40,
+    },
+    {
+      ...call,
+      kind: 'invocation',
+      event: 'tools/call',
+      method: 'tools/call',
+      target: 'get_weather',
+      decision: 'allowed',
+      durationMs: 0.5,
+      interceptors: [check('audit-logger', 'allowed', 0.5, 'audit')],
+    },
+    {
+      ...call,
+      kind: 'invocation',
+      event: 'prompts/get',
+      method: 'prompts/get',
+      target: 'greeting',
+      decision: 'allowed',
+      durationMs: 0.7,
+      interceptors: [check('audit-logger', 'allowed', 0.7, 'audit')],
+    },
+  ];
+
+  beforeAll(async () => {
+    const producer = createAuditProducer({
+      queue,
+      journalPath: join(dir, 'producer-journal.ndjson'),
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    try {
+      for (const [i, input] of RECORDS.entries())
+        producer.enqueue(createAuditRecord({ ...input, timestamp: at(1 + i) }));
+      await producer.flush();
+    } finally {
+      await producer.close();
+    }
+    // The audit-logger's worker stores them asynchronously.
+    await vi.waitFor(
+      async () => {
+        const run = await audit(['stats', ...window, '--json']);
+        expect(JSON.parse(run.stdout)).toMatchObject({ total: RECORDS.length });
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+  }, 30_000);
+
+  it('prints the window, decisions, busiest tools and events, interceptors and chain latency', async () => {
+    const run = await audit(['stats', ...window]);
+    const time = (iso: string) => iso.replace('T', ' ').replace('.000Z', 'Z');
+    expect(run).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: `audit records from ${time(at(0))} to ${time(at(60))}: 6 (4 chain, 2 invocation)
+
+DECISION  RECORDS  SHARE
+allowed         4  66.7%
+denied          1  16.7%
+error           1  16.7%
+
+tools: 3, all shown
+TOOL         RECORDS  SHARE
+get_weather        3  50.0%
+greeting           2  33.3%
+send_email         1  16.7%
+
+events: 2, all shown
+EVENT        RECORDS  SHARE
+tools/call         4  66.7%
+prompts/get        2  33.3%
+
+interceptors: 3 (durations in ms)
+INTERCEPTOR   INVOCATIONS  OUTCOMES               P50  P95  P99
+pii-guard               3  allowed 2, modified 1  3.0  4.8  5.0
+audit-logger            2  allowed 2              0.6  0.7  0.7
+policy                  2  allowed 1, denied 1    3.0  3.9  4.0
+
+chain latency over 4 chain records: p50 25.0 ms, p95 38.5 ms, p99 39.7 ms
+`,
+    });
+  });
+
+  it('prints the audit API document with --json', async () => {
+    const run = await audit(['stats', ...window, '--json']);
+    expect(run.code).toBe(0);
+    const query = new URLSearchParams({ since: at(0), until: at(60) });
+    const api = await fetch(`${auditLogger.url}/api/audit/stats?${query.toString()}`);
+    expect(JSON.parse(run.stdout)).toEqual(await api.json());
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      total: 6,
+      byDecision: { allowed: 4, denied: 1, error: 1 },
+      byTool: [
+        { tool: 'get_weather', count: 3 },
+        { tool: 'greeting', count: 2 },
+        { tool: 'send_email', count: 1 },
+      ],
+    });
+  });
+
+  it('shows the audit API refusing a window that ends before it starts (exit 2)', async () => {
+    const run = await audit(['stats', '--since', '1h', '--until', '2h']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'error: the audit API refused the query\n  until: must be later than since\n',
+    );
+  });
+
+  it('says plainly when the window holds no records (exit 0)', async () => {
+    const time = (iso: string) => iso.replace('T', ' ').replace('.000Z', 'Z');
+    const later = await audit(['stats', '--since', at(61), '--until', at(120)]);
+    expect(later).toEqual({
+      code: 0,
+      stdout: `no audit records between ${time(at(61))} and ${time(at(120))}\n`,
+      stderr: '',
+    });
+    const recent = await audit(['stats', '--since', '30m']);
+    expect(recent.code).toBe(0);
+    const since = /^no audit records since (\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ)\n$/.exec(
+      recent.stdout,
+    );
+    expect(since).not.toBeNull();
+    const sinceMs = Date.parse((since?.[1] ?? '').replace(' ', 'T'));
+    expect(Math.abs(Date.now() - 30 * 60_000 - sinceMs)).toBeLessThan(60_000);
+    const json = await audit(['stats', '--since', at(61), '--until', at(120), '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ since: at(61), until: at(120), total: 0 });
   });
 });

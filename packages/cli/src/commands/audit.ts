@@ -1,8 +1,8 @@
 /**
- * `fleet audit query` and `fleet audit trace <traceId>`: the audit trail from the
- * audit-logger's API (`--audit`, else `FLEET_AUDIT_URL`, else the URL a running `fleet up`
- * wrote to `<state dir>/fleet.json`, else http://127.0.0.1:8083), with `AUDIT_READ_TOKEN`
- * when set.
+ * `fleet audit query`, `fleet audit trace <traceId>` and `fleet audit stats`: the audit trail
+ * from the audit-logger's API (`--audit`, else `FLEET_AUDIT_URL`, else the URL a running
+ * `fleet up` wrote to `<state dir>/fleet.json`, else http://127.0.0.1:8083), with
+ * `AUDIT_READ_TOKEN` when set.
  */
 import { parseTimeBound } from '@fleet/audit/time';
 import { type Command, Option } from 'commander';
@@ -10,6 +10,7 @@ import type { AuditRecordView } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatTable } from '../table.ts';
+import { formatStats, formatTime } from './audit-stats.ts';
 
 /** The query flags and the audit API parameters they set. */
 const QUERY_FLAGS = [
@@ -24,6 +25,15 @@ const QUERY_FLAGS = [
 ] as const;
 
 type QueryOptions = Partial<Record<(typeof QUERY_FLAGS)[number][0], string>>;
+
+/** Refuse a `--since`/`--until` the audit API would refuse (exit 2 before any request). */
+function checkTimeBound(flag: '--since' | '--until', value: string | undefined): void {
+  if (value !== undefined && parseTimeBound(value) === undefined)
+    throw new CliError(
+      'USAGE',
+      `${flag} must be a duration back from now (30m, 1h, 7d) or an ISO 8601 time (2025-01-31T12:00:00Z), got "${value}"`,
+    );
+}
 
 /** The PRINCIPAL cell: `type:id`, or `type (no id)` for a principal without an id. */
 export function formatPrincipal(principal: AuditRecordView['principal']): string {
@@ -40,16 +50,8 @@ export function recordQuery(options: QueryOptions): URLSearchParams {
   const { limit, since, until } = options;
   if (limit !== undefined && !/^[1-9]\d*$/.test(limit))
     throw new CliError('USAGE', `--limit must be a positive integer, got "${limit}"`);
-  for (const [flag, value] of [
-    ['--since', since],
-    ['--until', until],
-  ] as const) {
-    if (value !== undefined && parseTimeBound(value) === undefined)
-      throw new CliError(
-        'USAGE',
-        `${flag} must be a duration back from now (30m, 1h, 7d) or an ISO 8601 time (2025-01-31T12:00:00Z), got "${value}"`,
-      );
-  }
+  checkTimeBound('--since', since);
+  checkTimeBound('--until', until);
   const query = new URLSearchParams();
   for (const [flag, param] of QUERY_FLAGS) {
     let value = options[flag];
@@ -63,11 +65,22 @@ export function recordQuery(options: QueryOptions): URLSearchParams {
   return query;
 }
 
+/** The stats API's parameters for `--since`/`--until`, checked as {@link recordQuery} does. */
+export function statsQuery(options: { since?: string; until?: string }): URLSearchParams {
+  const query = new URLSearchParams();
+  for (const flag of ['since', 'until'] as const) {
+    const value = options[flag];
+    checkTimeBound(`--${flag}`, value);
+    if (value !== undefined) query.set(flag, value);
+  }
+  return query;
+}
+
 function bar(ms: number, scale: number): string {
   return '█'.repeat(Math.max(1, Math.round(ms * scale)));
 }
 
-/** Add `audit query` and `audit trace` to `program`. */
+/** Add `audit query`, `audit trace` and `audit stats` to `program`. */
 export function addAuditCommand(program: Command, context: CommandContext): Command {
   const audit = program.command('audit').description('query the audit trail');
   audit
@@ -99,7 +112,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
           return 'no audit records match\n';
         }
         const rows = answer.records.map((r) => [
-          r.timestamp.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+          formatTime(r.timestamp),
           r.kind,
           r.decision,
           r.phase,
@@ -150,6 +163,26 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
           for (const a of r.abortReasons) lines.push(`    ✗ ${a.interceptor}: ${a.reason}`);
         }
         return `${lines.join('\n')}\n`;
+      });
+    });
+  audit
+    .command('stats')
+    .description(
+      'counts of a time window: by decision, the busiest tools and events, per interceptor, chain latency',
+    )
+    .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '24h')
+    .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
+    .option('--audit <url>', 'audit-logger base URL')
+    .addOption(stateDirOption())
+    .action(async (options: { since?: string; until?: string }, command: Command) => {
+      const stats = await context.audit(command).stats(statsQuery(options));
+      context.print(command, stats, () => {
+        if (stats.total > 0) return formatStats(stats);
+        const window =
+          options.until === undefined
+            ? `since ${formatTime(stats.since)}`
+            : `between ${formatTime(stats.since)} and ${formatTime(stats.until)}`;
+        return `no audit records ${window}\n`;
       });
     });
   return audit;
