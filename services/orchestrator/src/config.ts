@@ -49,14 +49,16 @@ const BackendSchema = z
     message: 'a backend needs exactly one of "url" (Streamable HTTP) or "command" (stdio)',
   });
 
+/** Whether a URL carries no user name or password (they would end up in logs). */
+const withoutCredentials = (u: string) => {
+  const url = new URL(u);
+  return url.username === '' && url.password === '';
+};
+
 const InterceptorServiceSchema = z.strictObject({
-  url: z.url().refine(
-    (u) => {
-      const url = new URL(u);
-      return url.username === '' && url.password === '';
-    },
-    { message: 'must not carry credentials: pass them as "token"' },
-  ),
+  url: z.url().refine(withoutCredentials, {
+    message: 'must not carry credentials: pass them as "token"',
+  }),
   token: z.string().optional(),
   overrides: z.unknown().optional(),
 });
@@ -87,7 +89,9 @@ const AuthSchema = z
        * provider puts there).
        */
       audience: z.string().min(1).optional(),
-      jwksUrl: z.url(),
+      jwksUrl: z.url().refine(withoutCredentials, {
+        message: 'must not carry credentials (a key set is public)',
+      }),
       /** Claims copied into `principal.claims` (default: all). */
       claims: z.array(z.string()).optional(),
       /**

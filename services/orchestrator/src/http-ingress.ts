@@ -341,14 +341,15 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
           headers: { 'retry-after': String(JWKS_RETRY_AFTER_S) },
         });
       }
-      const challenge = bearerChallenge(refusal, message, resource?.challengeParams(req));
-      return refusal === 'insufficient_scope'
-        ? reject(res, 'FORBIDDEN', `Forbidden: ${message}`, {
-            headers: { 'www-authenticate': challenge },
-          })
-        : reject(res, 'UNAUTHORIZED', `Unauthorized: ${message}`, {
-            headers: { 'www-authenticate': challenge },
-          });
+      const [kind, status] =
+        refusal === 'insufficient_scope'
+          ? (['FORBIDDEN', 'Forbidden'] as const)
+          : (['UNAUTHORIZED', 'Unauthorized'] as const);
+      return reject(res, kind, `${status}: ${message}`, {
+        headers: {
+          'www-authenticate': bearerChallenge(refusal, message, resource?.challengeParams(req)),
+        },
+      });
     }
     const { principal, scopes } = credentials;
     req.auth = {

@@ -320,6 +320,11 @@ auth: {mode: tokens, tokens: [{token: "a-long-static-token", principal: {id: ci}
       /auth\.authorizationServers/,
     );
     expect(() => parseConfig(`${base}, scope: [x]}`)).toThrow(/did you mean "scopes"/);
+    expect(() =>
+      parseConfig(
+        'auth: {mode: jwt, issuer: "https://as.example.com", jwksUrl: "https://u:secret@as.example.com/jwks"}',
+      ),
+    ).toThrow(/must not carry credentials.*at auth\.jwksUrl/s);
     expect(parseConfig(`${base}}`).auth).toMatchObject({ mode: 'jwt' });
   });
 });
