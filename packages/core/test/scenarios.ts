@@ -440,3 +440,19 @@ export async function waitForAudit(
   const deadline = Date.now() + timeoutMs;
   while (audit.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
 }
+
+/**
+ * Texts that are not integers written in digits although `Number()` reads most of them as
+ * one (`' '` is 0, `'1e3'` 1000, `'0x10'` 16): what every integer setting must refuse.
+ */
+export const NOT_DIGITS: readonly string[] = [
+  ' ',
+  '1e3',
+  '0x10',
+  '-1',
+  '1.5',
+  '+5',
+  ' 5',
+  '5 ',
+  'five',
+];

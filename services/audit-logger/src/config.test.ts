@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_MAX_BUFFERED } from '@fleet/audit';
+import { NOT_DIGITS } from '@fleet/core/testing';
 import { describe, expect, it } from 'vitest';
 import {
   AUDIT_LOGGER_VARIABLES,
@@ -133,15 +134,7 @@ describe.each(PARSERS)('%s integer variables', (_process, parser, names) => {
 
   // Number(' ') is 0, Number('1e3') 1000, Number('0x10') 16: none what an operator meant.
   const bad = (min: number, max: number | undefined) => [
-    ' ',
-    '1e3',
-    '0x10',
-    '-1',
-    '1.5',
-    '+5',
-    ' 5',
-    '5 ',
-    'ten',
+    ...NOT_DIGITS,
     max === undefined ? '99999999999999999999' : String(max + 1),
     ...(min > 0 ? [String(min - 1)] : []),
   ];
