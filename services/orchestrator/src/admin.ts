@@ -3,10 +3,13 @@
  * and show the chain an (event, phase) would run. Bearer `FLEET_ADMIN_TOKEN` when set.
  */
 import { isNeverIntercepted, PhaseSchema } from '@fleet/core';
-import { bearerMatches } from '@fleet/interceptor-kit';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
+import type { AuthError } from './auth.ts';
 import { type Registry, RegistryError } from './registry.ts';
+
+/** What a client refused while the JWKS cannot be fetched is told to wait. */
+const ADMIN_RETRY_AFTER_S = 5;
 
 const RegisterBodySchema = z.object({
   url: z.url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -17,8 +20,10 @@ const RegisterBodySchema = z.object({
 /** Options for {@link createAdminRouter}. */
 export interface AdminRouterOptions {
   registry: Registry;
-  /** When set, every admin request needs `Authorization: Bearer <adminToken>`. */
-  adminToken?: string | undefined;
+  /** Admits or refuses each request (FLEET_ADMIN_TOKEN, admin-scoped JWTs); default: all. */
+  authorize?: (req: Request) => Promise<AuthError | undefined>;
+  /** The `WWW-Authenticate` challenge for a refusal; default `Bearer`. */
+  challenge?: (req: Request, refusal: AuthError) => string;
   /** `chain.speculativeMutators`: request-phase mutators start with the validators. */
   speculativeMutators?: boolean;
 }
@@ -30,16 +35,20 @@ function problem(res: Response, status: number, message: string, details?: unkno
 /** Build the `/admin` router. */
 export function createAdminRouter({
   registry,
-  adminToken,
+  authorize = async () => undefined,
+  challenge = () => 'Bearer',
   speculativeMutators = false,
 }: AdminRouterOptions): Router {
   const router = express.Router();
-  router.use((req: Request, res: Response, next: NextFunction) => {
-    if (!bearerMatches(req.headers.authorization, adminToken)) {
-      res.setHeader('www-authenticate', 'Bearer');
-      return problem(res, 401, 'a valid admin bearer token is required');
+  router.use(async (req: Request, res: Response, next: NextFunction) => {
+    const refused = await authorize(req);
+    if (refused === undefined) return next();
+    if (refused.refusal === 'unavailable') {
+      res.setHeader('retry-after', String(ADMIN_RETRY_AFTER_S));
+      return problem(res, 503, refused.message);
     }
-    next();
+    res.setHeader('www-authenticate', challenge(req, refused));
+    return problem(res, refused.refusal === 'insufficient_scope' ? 403 : 401, refused.message);
   });
   router.use(express.json({ limit: '256kb' }));
   router.use(

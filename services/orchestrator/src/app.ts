@@ -8,13 +8,14 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { createAdminRouter } from './admin.ts';
-import { type Authenticator, createAuthenticator } from './auth.ts';
+import { type Authenticator, createAdminAuthorizer, createAuthenticator } from './auth.ts';
 import { Backend } from './backends.ts';
 import { type OrchestratorConfig, overridesOf } from './config.ts';
 import { type ChainObserver, Gateway } from './gateway.ts';
 import { createMcpIngress, rebindingGuard } from './http-ingress.ts';
 import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
+import { bearerChallenge } from './oauth.ts';
 import { Registry } from './registry.ts';
 import { createGatewayTelemetry, tracedInvoker } from './telemetry.ts';
 
@@ -137,6 +138,8 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   // The admin API can register an interceptor service that then sees every payload: a web
   // page must not reach it through DNS rebinding either (same Host/Origin rule as /mcp).
   const rebindingProblem = rebindingGuard(config);
+  const authorizeAdmin = createAdminAuthorizer(config.auth, deps.adminToken);
+  const adminScopes = config.auth.mode === 'jwt' ? config.auth.adminScopes : undefined;
   app.use('/admin', (req, res, next) => {
     const forbidden = rebindingProblem(req);
     if (forbidden === undefined) return next();
@@ -146,7 +149,17 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     '/admin',
     createAdminRouter({
       registry,
-      adminToken: deps.adminToken,
+      authorize: (req) =>
+        authorizeAdmin(req.headers.authorization, mcp.protectedResource?.resourceOf(req)?.href),
+      // Points at the OAuth metadata only when admin JWTs are accepted at all.
+      challenge: (req, refused) =>
+        bearerChallenge(
+          refused.refusal,
+          refused.message,
+          adminScopes === undefined
+            ? undefined
+            : mcp.protectedResource?.challengeParams(req, adminScopes),
+        ),
       speculativeMutators: config.chain.speculativeMutators,
     }),
   );

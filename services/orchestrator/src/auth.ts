@@ -6,6 +6,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { FleetError, type Principal } from '@fleet/core';
+import { bearerMatches } from '@fleet/interceptor-kit';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import type { AuthConfig } from './config.ts';
 
@@ -77,8 +78,14 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Build the authenticator for an auth configuration. */
-export function createAuthenticator(config: AuthConfig): Authenticator {
+/**
+ * Build the authenticator for an auth configuration; `scopes` replaces the scopes a JWT
+ * must carry (`auth.scopes`), e.g. with the admin API's.
+ */
+export function createAuthenticator(
+  config: AuthConfig,
+  { scopes }: { scopes?: readonly string[] } = {},
+): Authenticator {
   switch (config.mode) {
     case 'none':
       return { authenticate: async () => ANONYMOUS };
@@ -98,7 +105,7 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
     }
     case 'jwt': {
       const jwks = createRemoteJWKSet(new URL(config.jwksUrl));
-      const required = config.scopes ?? [];
+      const required = scopes ?? config.scopes ?? [];
       const pick = (payload: JWTPayload): Record<string, unknown> => {
         if (config.claims === undefined) return { ...payload };
         return Object.fromEntries(
@@ -141,4 +148,45 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
       };
     }
   }
+}
+
+/** Decides whether a request may use the admin API: undefined to admit, else why not. */
+export type AdminAuthorizer = (
+  authorization: string | undefined,
+  resource?: string,
+) => Promise<AuthError | undefined>;
+
+const ADMIN_TOKEN_REQUIRED = 'a valid admin bearer token is required';
+
+/**
+ * Who may use the admin API: the holder of `adminToken` (FLEET_ADMIN_TOKEN) and, with jwt
+ * auth and `auth.adminScopes`, the bearer of a valid JWT carrying all of them. With neither
+ * configured, everyone (DESIGN.md §3 asks for the token only when it is set).
+ */
+export function createAdminAuthorizer(
+  config: AuthConfig,
+  adminToken: string | undefined,
+): AdminAuthorizer {
+  const token = adminToken === '' ? undefined : adminToken;
+  const jwt =
+    config.mode === 'jwt' && config.adminScopes !== undefined
+      ? createAuthenticator(config, { scopes: config.adminScopes })
+      : undefined;
+  if (token === undefined && jwt === undefined) return async () => undefined;
+  return async (authorization, resource) => {
+    if (token !== undefined && bearerMatches(authorization, token)) return undefined;
+    if (jwt === undefined)
+      return new AuthError(
+        bearer(authorization) === undefined ? 'missing' : 'invalid_token',
+        ADMIN_TOKEN_REQUIRED,
+      );
+    try {
+      await jwt.authenticate(authorization, resource);
+      return undefined;
+    } catch (error) {
+      return error instanceof AuthError
+        ? error
+        : new AuthError('invalid_token', ADMIN_TOKEN_REQUIRED, { cause: error });
+    }
+  };
 }

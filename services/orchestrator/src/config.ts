@@ -72,6 +72,10 @@ const PrincipalSchema = z.strictObject({
 /** RFC 6749 §3.3 scope-token: printable ASCII but space, `"` and `\`. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
+const ScopesSchema = z.array(
+  z.string().regex(SCOPE_TOKEN, 'a scope is printable ASCII without spaces, " or \\'),
+);
+
 const AuthSchema = z
   .discriminatedUnion('mode', [
     z.strictObject({ mode: z.literal('none') }),
@@ -114,9 +118,12 @@ const AuthSchema = z
        * Scopes every token must carry (its `scope` or `scp` claim): a token without them
        * gets HTTP 403 `insufficient_scope`. Advertised in the metadata and in challenges.
        */
-      scopes: z
-        .array(z.string().regex(SCOPE_TOKEN, 'a scope is printable ASCII without spaces, " or \\'))
-        .optional(),
+      scopes: ScopesSchema.optional(),
+      /**
+       * With these, the admin API also admits a JWT (same issuer, keys and audience) that
+       * carries every one of them, besides FLEET_ADMIN_TOKEN when set: e.g. `[fleet:admin]`.
+       */
+      adminScopes: ScopesSchema.min(1).optional(),
     }),
   ])
   .default({ mode: 'none' });

@@ -31,8 +31,11 @@ export interface ProtectedResource {
    * (undefined for a Host the ingress does not accept).
    */
   resourceOf(req: IncomingMessage): URL | undefined;
-  /** Extra parameters for a refusal's `WWW-Authenticate: Bearer` challenge. */
-  challengeParams(req: IncomingMessage): Record<string, string>;
+  /**
+   * Extra parameters for a refusal's `WWW-Authenticate: Bearer` challenge; `scopes` replaces
+   * `auth.scopes` as the scope asked for (the admin API's).
+   */
+  challengeParams(req: IncomingMessage, scopes?: readonly string[]): Record<string, string>;
 }
 
 /** An RFC 9110 quoted-string. */
@@ -129,13 +132,11 @@ export function protectedResource(
       }
       send(res, 200, metadata(resource), { 'cache-control': `public, max-age=${MAX_AGE_S}` });
     },
-    challengeParams(req) {
+    challengeParams(req, scopes = auth.scopes) {
       const resource = resourceOf(req);
       return {
         ...(resource === undefined ? {} : { resource_metadata: metadataUrl(resource) }),
-        ...(auth.scopes === undefined || auth.scopes.length === 0
-          ? {}
-          : { scope: auth.scopes.join(' ') }),
+        ...(scopes === undefined || scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
       };
     },
   };

@@ -116,10 +116,11 @@ async function startAuthorizationServer() {
   return { issuer, requests };
 }
 
-async function setup(authExtra = '') {
+async function setup(authExtra = '', options: { adminToken?: string } = {}) {
   const as = await startAuthorizationServer();
   const { gateway, principals } = await gatewayRecordingPrincipals(
     `{mode: jwt, issuer: "${as.issuer}", jwksUrl: "${as.issuer}/jwks"${authExtra}}`,
+    options,
   );
   return { as, gateway, principals };
 }
@@ -309,6 +310,61 @@ auth: {mode: tokens, tokens: [{token: "a-long-static-token", principal: {id: ci}
     );
   });
 
+  it('admits admin-scoped JWTs to the admin API when auth.adminScopes is set', async () => {
+    const { as, gateway } = await setup(', scopes: [mcp:tools], adminScopes: ["fleet:admin"]');
+    const services = (authorization?: string) =>
+      fetch(`${gateway.base}/admin/services`, {
+        headers: authorization === undefined ? {} : { authorization },
+      });
+
+    const bare = await services();
+    expect(bare.status).toBe(401);
+    expect(extractWWWAuthenticateParams(bare)).toMatchObject({
+      scope: 'fleet:admin',
+      resourceMetadataUrl: new URL(`${gateway.base}/.well-known/oauth-protected-resource/mcp`),
+    });
+    expect(await bare.json()).toEqual({ error: 'a bearer token is required' });
+
+    // A client's token is not an operator's.
+    const client = await issue(as.issuer, gateway.mcpUrl, 'mcp:tools');
+    const refused = await services(`Bearer ${client}`);
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+    expect(refused.headers.get('www-authenticate')).toContain('scope="fleet:admin"');
+    expect(await refused.json()).toEqual({
+      error: 'the bearer token lacks the scope "fleet:admin"',
+    });
+
+    const operator = await issue(as.issuer, gateway.mcpUrl, 'fleet:admin');
+    const listed = await services(`Bearer ${operator}`);
+    expect(listed.status).toBe(200);
+    expect(await listed.json()).toMatchObject({ services: expect.any(Array) });
+    // …and an admin JWT is no MCP token unless it has the MCP scopes too.
+    expect((await initialize(gateway.mcpUrl, `Bearer ${operator}`)).status).toBe(403);
+  });
+
+  it('keeps FLEET_ADMIN_TOKEN working beside admin JWTs, and plain without adminScopes', async () => {
+    const adminToken = 'static-admin-token-1234';
+    const { as, gateway } = await setup(', adminScopes: ["fleet:admin"]', { adminToken });
+    const services = (authorization: string) =>
+      fetch(`${gateway.base}/admin/services`, { headers: { authorization } });
+    expect((await services(`Bearer ${adminToken}`)).status).toBe(200);
+    const operator = await issue(as.issuer, gateway.mcpUrl, 'fleet:admin');
+    expect((await services(`Bearer ${operator}`)).status).toBe(200);
+    expect((await services('Bearer wrong-static-token')).status).toBe(401);
+
+    // jwt auth without adminScopes: the admin API knows only the static token, and its
+    // challenge does not send an operator to the OAuth metadata.
+    const { as: as2, gateway: plain } = await setup('', { adminToken });
+    const jwt = await issue(as2.issuer, plain.mcpUrl, 'fleet:admin');
+    const res = await fetch(`${plain.base}/admin/services`, {
+      headers: { authorization: `Bearer ${jwt}` },
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).not.toContain('resource_metadata');
+    expect(await res.json()).toEqual({ error: 'a valid admin bearer token is required' });
+  });
+
   it('rejects malformed jwt settings with the field named', () => {
     const base =
       'auth: {mode: jwt, issuer: "https://as.example.com", jwksUrl: "https://as.example.com/jwks"';
@@ -316,6 +372,7 @@ auth: {mode: tokens, tokens: [{token: "a-long-static-token", principal: {id: ci}
       /http\(s\) URL.*at auth\.resource/s,
     );
     expect(() => parseConfig(`${base}, scopes: ["two words"]}`)).toThrow(/at auth\.scopes\[0\]/);
+    expect(() => parseConfig(`${base}, adminScopes: []}`)).toThrow(/at auth\.adminScopes/);
     expect(() => parseConfig(`${base}, authorizationServers: []}`)).toThrow(
       /auth\.authorizationServers/,
     );
