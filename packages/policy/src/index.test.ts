@@ -6,6 +6,7 @@ describe('public surface', () => {
     expect(Object.keys(policy).sort()).toEqual([
       'DEFAULT_POLICY_EVENTS',
       'FILTERABLE_LIST_EVENTS',
+      'PinningSchema',
       'PolicyDocumentSchema',
       'PolicyLoadError',
       'RateLimitSchema',

@@ -17,9 +17,15 @@ export {
 } from './filter.ts';
 export type { CompilePolicyOptions } from './load.ts';
 export { allowAllPolicy, compilePolicy } from './load.ts';
-export type { PolicyDocument, RateLimitDocument, RuleDocument } from './schema.ts';
+export type {
+  PinningDocument,
+  PolicyDocument,
+  RateLimitDocument,
+  RuleDocument,
+} from './schema.ts';
 export {
   DEFAULT_POLICY_EVENTS,
+  PinningSchema,
   PolicyDocumentSchema,
   parseDuration,
   RateLimitSchema,
@@ -36,6 +42,7 @@ export type {
   Explanation,
   ListFilterResult,
   MatchExplanation,
+  PinningSettings,
   PolicyEngine,
   PolicyInput,
   RateLimitMatch,

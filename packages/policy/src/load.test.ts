@@ -158,11 +158,38 @@ describe('compilePolicy', () => {
       ['rateLimits[0].burst', 7, 54],
     ]);
     expect(issues[0]?.message).toBe(
-      'unknown key "defualt" (did you mean "default"?); allowed: version, engine, default, description, events, rules, rateLimits, cedar',
+      'unknown key "defualt" (did you mean "default"?); allowed: version, engine, default, description, events, rules, rateLimits, cedar, pinning',
     );
     expect(issues[1]?.message).toBe('is required (expected one of "allow"|"deny")');
     expect(issues[2]?.message).toMatch(/^unknown key "efect" \(did you mean "effect"\?\)/);
     expect(issues[3]).toMatchObject({ rule: 'l' });
+  });
+
+  it('reads pinning: off without the block, on with enabled: true, failOpen by default', () => {
+    expect(compilePolicy('version: 1\n').pinning).toEqual({ enabled: false, failOpen: true });
+    expect(allowAllPolicy().pinning).toEqual({ enabled: false, failOpen: true });
+    expect(compilePolicy('version: 1\npinning: {enabled: true}\n').pinning).toEqual({
+      enabled: true,
+      failOpen: true,
+    });
+    expect(
+      compilePolicy('version: 1\npinning:\n  enabled: true\n  failOpen: false\n').pinning,
+    ).toEqual({ enabled: true, failOpen: false });
+  });
+
+  it('rejects a bad pinning block, naming the key', () => {
+    const issues = loadIssues(
+      ['version: 1', 'pinning:', '  enabld: true', '  failOpen: "no"'].join('\n'),
+    );
+    expect(issues.map((i) => [i.path, i.line, i.column])).toEqual([
+      ['pinning.enabld', 3, 3],
+      ['pinning.failOpen', 4, 13],
+    ]);
+    expect(issues[0]?.message).toBe(
+      'unknown key "enabld" (did you mean "enabled"?); allowed: enabled, failOpen',
+    );
+    expect(issues[1]?.message).toMatch(/boolean/);
+    expect(loadIssues('version: 1\npinning: true\n')[0]).toMatchObject({ path: 'pinning' });
   });
 
   it('rejects duplicate rule and rate-limit ids', () => {

@@ -43,7 +43,7 @@ import {
   type RateLimitDocument,
   type RuleDocument,
 } from './schema.ts';
-import type { CompiledPolicy, RateLimitSummary, RuleSummary } from './types.ts';
+import type { CompiledPolicy, PinningSettings, RateLimitSummary, RuleSummary } from './types.ts';
 
 /** Options for {@link compilePolicy}. */
 export interface CompilePolicyOptions {
@@ -227,6 +227,7 @@ function allowedKeysAt(path: Path): readonly string[] {
   if (path[0] === 'rules') return ALLOWED_KEYS.rule;
   if (path[0] === 'rateLimits') return ALLOWED_KEYS.rateLimit;
   if (path[0] === 'cedar') return ALLOWED_KEYS.cedar;
+  if (path[0] === 'pinning') return ALLOWED_KEYS.pinning;
   return [];
 }
 
@@ -425,6 +426,7 @@ export function compilePolicy(text: string, options: CompilePolicyOptions = {}):
       rules: Object.freeze(compiledRules.map((r) => r.summary)),
       cedarPolicies: cedar?.policies ?? Object.freeze([]),
       rateLimits: Object.freeze(compiledLimits.map((r) => r.summary)),
+      pinning: Object.freeze({ ...document.pinning }),
       fingerprint: fingerprintOf(text),
       ...(sourceName === undefined ? {} : { sourceName }),
     },
@@ -437,9 +439,11 @@ export function compilePolicy(text: string, options: CompilePolicyOptions = {}):
   );
 }
 
+const PINNING_OFF: PinningSettings = Object.freeze({ enabled: false, failOpen: true });
+
 /**
  * The policy in force when there is no policy file: allows everything (CEL engine, no rules,
- * no rate limits, the default events). Its `fingerprint` is `"allow-all"`.
+ * no rate limits, no pinning, the default events). Its `fingerprint` is `"allow-all"`.
  */
 export function allowAllPolicy(): CompiledPolicy {
   return withProgram(
@@ -451,6 +455,7 @@ export function allowAllPolicy(): CompiledPolicy {
       rules: Object.freeze([]),
       cedarPolicies: Object.freeze([]),
       rateLimits: Object.freeze([]),
+      pinning: PINNING_OFF,
       fingerprint: 'allow-all',
     },
     { rules: [], rateLimits: [], defaultDecision: defaultDecisionOf('allow'), cedar: undefined },

@@ -99,6 +99,16 @@ export const CedarBlockSchema = z.strictObject({
     .optional(),
 });
 
+/**
+ * The `pinning:` block: tool pinning against "rug pulls" (off unless `enabled: true`). The
+ * policy-validator service pins the first definition seen of each tool and hides and refuses a
+ * tool whose definition changes until an operator approves it.
+ */
+export const PinningSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  failOpen: z.boolean().default(true),
+});
+
 /** The whole policy document. */
 export const PolicyDocumentSchema = z
   .strictObject({
@@ -110,6 +120,7 @@ export const PolicyDocumentSchema = z
     rules: z.array(RuleSchema).default([]),
     rateLimits: z.array(RateLimitSchema).default([]),
     cedar: CedarBlockSchema.optional(),
+    pinning: PinningSchema.default({ enabled: false, failOpen: true }),
   })
   .superRefine((doc, ctx) => {
     if (doc.engine === 'cedar' && doc.cedar === undefined) {
@@ -138,6 +149,8 @@ export type PolicyDocument = z.output<typeof PolicyDocumentSchema>;
 export type RuleDocument = z.output<typeof RuleSchema>;
 /** One parsed rate limit. */
 export type RateLimitDocument = z.output<typeof RateLimitSchema>;
+/** The parsed `pinning:` block. */
+export type PinningDocument = z.output<typeof PinningSchema>;
 
 /** Why `id` is not a valid id, or `undefined` when it is. */
 export function invalidIdReason(id: string): string | undefined {
@@ -151,4 +164,5 @@ export const ALLOWED_KEYS = {
   rule: Object.keys(RuleSchema.shape),
   rateLimit: Object.keys(RateLimitSchema.shape),
   cedar: Object.keys(CedarBlockSchema.shape),
+  pinning: Object.keys(PinningSchema.shape),
 } as const;

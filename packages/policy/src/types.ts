@@ -86,6 +86,16 @@ export interface RateLimitSummary {
 }
 
 /**
+ * Tool pinning as configured: when `enabled`, the service pins the first definition seen of
+ * each tool and hides and refuses a tool whose definition changed until it is approved.
+ */
+export interface PinningSettings {
+  readonly enabled: boolean;
+  /** When the pin store is unreachable: `true` lets lists and calls through (and logs). */
+  readonly failOpen: boolean;
+}
+
+/**
  * A policy compiled once per load by `compilePolicy` (or `allowAllPolicy`): immutable, safe to
  * share and to swap atomically on reload. The fields describe it; evaluation state is private.
  */
@@ -104,6 +114,8 @@ export interface CompiledPolicy {
   /** Cedar policies in text order (empty for `engine: cel`). */
   readonly cedarPolicies: readonly CedarPolicySummary[];
   readonly rateLimits: readonly RateLimitSummary[];
+  /** Tool pinning (`pinning:`); `enabled: false` when the document has no such block. */
+  readonly pinning: PinningSettings;
   /** First 16 hex digits of the SHA-256 of the source text (`"allow-all"` for `allowAllPolicy`). */
   readonly fingerprint: string;
   /** Where the text came from, as given in `CompilePolicyOptions.sourceName`. */
