@@ -9,14 +9,29 @@ import {
   createInterceptorHttpApp,
   type InterceptorHost,
   type InterceptorHttpApp,
+  type InterceptorHttpOptions,
   type InvokedEvent,
   type Logger,
   requireBearer,
 } from '@fleet/interceptor-kit';
 import { createPolicyInterceptors, type RateLimiter } from './interceptors.ts';
+import type { ApproveOutcome, PinStore } from './pinning.ts';
 import type { PolicySource } from './policy-source.ts';
 
-export { createPolicyInterceptors, type RateLimiter } from './interceptors.ts';
+export {
+  createPolicyInterceptors,
+  PinStoreUnavailableError,
+  type RateLimiter,
+} from './interceptors.ts';
+export {
+  type ApproveOutcome,
+  type PinCheck,
+  type PinStore,
+  RedisPinStore,
+  type ToolDrift,
+  type ToolPin,
+  toolDigest,
+} from './pinning.ts';
 export { createPolicySource, type PolicySource } from './policy-source.ts';
 export { RedisRateLimiter } from './rate-limit.ts';
 
@@ -24,8 +39,10 @@ export { RedisRateLimiter } from './rate-limit.ts';
 export interface PolicyValidatorDeps {
   source: PolicySource;
   limiter?: RateLimiter | undefined;
+  /** Tool pins (the policy's `pinning`); without a store pinning is off and `/policy/pins` 503. */
+  pins?: PinStore | undefined;
   log: Logger;
-  /** Bearer token required on `/mcp` and `/policy` (FLEET_TOKEN). */
+  /** Bearer token required on `/mcp`, `/policy` and `/policy/pins` (FLEET_TOKEN). */
   token?: string | undefined;
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
@@ -38,6 +55,71 @@ export interface PolicyValidatorApp extends InterceptorHttpApp {
   /** Rebuild the descriptors from the current policy (after a reload). */
   refresh(): void;
 }
+
+/** The express app and response of the kit's HTTP front (the service does not depend on express). */
+type Express = Parameters<NonNullable<InterceptorHttpOptions['extend']>>[0];
+type Response = Parameters<ReturnType<typeof requireBearer>>[1];
+
+/** `{error: {code, message}}`, the body of every error of the service's own endpoints. */
+function sendError(res: Response, status: number, code: string, message: string): void {
+  res.status(status).json({ error: { code, message } });
+}
+
+/**
+ * The operator's view of tool pinning, behind the same token as `/policy`: `GET /policy/pins`
+ * (pins and drifts: names, digests, times) and `POST /policy/pins/{tool}/approve[?digest=]`.
+ */
+function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
+  const guard = requireBearer(deps.token);
+  const unavailable = (res: Response, error?: unknown) => {
+    if (error !== undefined) deps.log.warn({ err: String(error) }, 'tool pin store unavailable');
+    sendError(
+      res,
+      503,
+      'STORE_UNAVAILABLE',
+      deps.pins ? 'the tool pin store is unavailable' : 'this service has no tool pin store',
+    );
+  };
+  app.get('/policy/pins', guard, async (_req, res) => {
+    if (!deps.pins) return unavailable(res);
+    try {
+      const { pins, drifts } = await deps.pins.list();
+      res.json({ enabled: deps.source.current().pinning.enabled, pins, drifts });
+    } catch (error) {
+      unavailable(res, error);
+    }
+  });
+  app.post('/policy/pins/:tool/approve', guard, async (req, res) => {
+    if (!deps.pins) return unavailable(res);
+    const tool = typeof req.params.tool === 'string' ? req.params.tool : '';
+    const expected = req.query.digest;
+    if (expected !== undefined && (typeof expected !== 'string' || !DIGEST.test(expected))) {
+      return sendError(res, 400, 'INVALID_REQUEST', 'digest must be 64 lowercase hex digits');
+    }
+    let outcome: ApproveOutcome;
+    try {
+      outcome = await deps.pins.approve(tool, expected);
+    } catch (error) {
+      return unavailable(res, error);
+    }
+    switch (outcome.status) {
+      case 'no-drift':
+        return sendError(res, 404, 'NOT_FOUND', `tool "${tool}" has no drift to approve`);
+      case 'conflict':
+        return sendError(
+          res,
+          409,
+          'CONFLICT',
+          `tool "${tool}" changed again: its seen definition is now ${outcome.seen}`,
+        );
+      case 'approved':
+        deps.log.info({ tool, digest: outcome.pin.digest }, 'tool definition approved and pinned');
+        res.json(outcome.pin);
+    }
+  });
+}
+
+const DIGEST = /^[0-9a-f]{64}$/;
 
 /** Build the service. */
 export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValidatorApp {
@@ -52,6 +134,25 @@ export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValid
             failedOpen
               ? 'rate limit store unavailable; allowing (failOpen)'
               : 'rate limit store unavailable; denying (fail closed)',
+          ),
+        pins: deps.pins,
+        // Digests and the tool name only: a poisoned description never reaches the logs.
+        onDrift: (drift) =>
+          deps.log.warn(
+            {
+              tool: drift.tool,
+              pinned: drift.pinned,
+              seen: drift.seen,
+              firstSeen: drift.firstSeen,
+            },
+            'tool definition drifted from its pin; hidden and refused until approved',
+          ),
+        onPinStoreError: (error, failedOpen) =>
+          deps.log.warn(
+            { err: String(error), failedOpen },
+            failedOpen
+              ? 'tool pin store unavailable; not checking pins (pinning.failOpen)'
+              : 'tool pin store unavailable; refusing (fail closed)',
           ),
       }),
       deps.onInvoked ? { onInvoked: deps.onInvoked } : {},
@@ -77,6 +178,7 @@ export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValid
       app.get('/policy', requireBearer(deps.token), (_req, res) => {
         res.json(deps.source.status());
       });
+      mountPinRoutes(app, deps);
       if (deps.metricsHandler) {
         const handler = deps.metricsHandler;
         app.get('/metrics', (req, res) => handler(req, res));

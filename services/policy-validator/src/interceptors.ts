@@ -2,7 +2,11 @@
  * The interceptors this service exposes: `policy-validator` (validation, request phase, on
  * the policy's events) decides each call and enforces its rate limits; `tool-filter`
  * (mutation, response phase on the list methods) hides what the principal could never use.
+ * With `pinning` enabled, `tool-filter` also pins each tool's first definition and hides a tool
+ * whose definition drifted, and `policy-validator` refuses calls to it until it is approved.
  */
+
+import { matchesEvent } from '@fleet/core';
 import {
   allow,
   defineMutator,
@@ -20,6 +24,7 @@ import {
   matchRateLimits,
   policyInputOf,
 } from '@fleet/policy';
+import { type PinStore, type ToolDrift, toolDigest } from './pinning.ts';
 import type { RateLimitDecision } from './rate-limit.ts';
 
 /** Most list answers the Cedar filter cache holds. */
@@ -40,26 +45,75 @@ export interface PolicyInterceptorDeps {
   limiter?: RateLimiter | undefined;
   /** Told when a rate-limit store failure was tolerated (failOpen) or not. */
   onLimiterError?: (ruleId: string, error: unknown, failedOpen: boolean) => void;
+  /** Tool pins (used when the policy enables `pinning`; without a store pinning is off). */
+  pins?: PinStore | undefined;
+  /** Told of each drift a `tools/list` recorded: a new one, or a known one that changed again. */
+  onDrift?: (drift: ToolDrift) => void;
+  /** Told when a pin store failure was tolerated (`pinning.failOpen`) or not. */
+  onPinStoreError?: (error: unknown, failedOpen: boolean) => void;
+}
+
+/** Thrown by `tool-filter` when pins cannot be checked and pinning fails closed. */
+export class PinStoreUnavailableError extends Error {
+  override readonly name = 'PinStoreUnavailableError';
+  readonly code = 'PIN_STORE_UNAVAILABLE';
+}
+
+/** The denial of a call to a drifted tool: which tool, since when, and how to approve. */
+function driftMessage(drift: ToolDrift): string {
+  return (
+    `tool "${drift.tool}" changed since it was pinned (a different definition was first seen at ` +
+    `${drift.firstSeen}; pinned sha256 ${drift.pinned}, now ${drift.seen}); calls are refused until ` +
+    `an operator approves the new definition: POST /policy/pins/${encodeURIComponent(drift.tool)}/approve ` +
+    'on the policy-validator'
+  );
+}
+
+type NamedTool = Record<string, unknown> & { name: string };
+
+/** A `tools/list` item that can be pinned: an object with a string name. */
+function isNamedTool(tool: unknown): tool is NamedTool {
+  return (
+    tool !== null &&
+    typeof tool === 'object' &&
+    typeof (tool as { name?: unknown }).name === 'string'
+  );
+}
+
+/** Whether the policy's own `events` cover `event`. */
+function governs(policy: CompiledPolicy, event: string): boolean {
+  return policy.events.some((pattern) => matchesEvent(pattern, event));
 }
 
 /** Build the two interceptors for the policy currently in force. */
 export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Interceptor[] {
-  const events = [...deps.policy().events];
+  const { pins } = deps;
+  const initial = deps.policy();
+  const events = [...initial.events];
+  // Pinning refuses calls to drifted tools even when the policy does not govern tools/call.
+  if (initial.pinning.enabled && !governs(initial, 'tools/call')) events.push('tools/call');
   const validator = defineValidator({
     name: 'policy-validator',
     description:
-      'Allows or denies each call under the declarative policy (first matching rule wins) and enforces its rate limits',
+      'Allows or denies each call under the declarative policy (first matching rule wins), enforces its rate limits and, with pinning, refuses calls to tools whose definition changed',
     version: '0.1.0',
     hooks: [{ events, phase: 'request' }],
     handler: async (payload, ctx) => {
       const policy = deps.policy();
       const input = policyInputOf(ctx.event, ctx.phase, payload, ctx.context);
+      if (ctx.event === 'tools/call' && policy.pinning.enabled && !governs(policy, ctx.event)) {
+        // Only hooked for pinning (see above): the policy's rules and limits do not apply.
+        return (await pinDenial(policy, input.tool)) ?? allow({});
+      }
       const decision = evaluate(policy, input);
       if (!decision.allowed) {
         return deny(decision.message ?? `denied by rule "${decision.rule}"`, {
           info: { rule: decision.rule },
         });
       }
+      // Before the rate limits, so a refused call is not counted.
+      const refused = await pinDenial(policy, input.tool);
+      if (refused) return refused;
       for (const limit of matchRateLimits(policy, input)) {
         let verdict: RateLimitDecision | undefined;
         try {
@@ -86,6 +140,52 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
       return allow({ rule: decision.rule });
     },
   });
+  async function pinDenial(policy: CompiledPolicy, tool: string | undefined) {
+    if (!policy.pinning.enabled || pins === undefined || tool === undefined) return undefined;
+    let drift: ToolDrift | undefined;
+    try {
+      drift = await pins.drift(tool);
+    } catch (error) {
+      deps.onPinStoreError?.(error, policy.pinning.failOpen);
+      if (policy.pinning.failOpen) return undefined;
+      return deny(
+        `tool pins cannot be checked (their store is unavailable) and pinning is configured to fail closed`,
+        { info: { pinning: 'unavailable' } },
+      );
+    }
+    if (drift === undefined) return undefined;
+    return deny(driftMessage(drift), { info: { pinning: drift } });
+  }
+
+  /** The list without its drifted tools (pinning its unseen ones), and how many were dropped. */
+  async function pinned(policy: CompiledPolicy, event: string, payload: unknown) {
+    if (!policy.pinning.enabled || pins === undefined || event !== 'tools/list') {
+      return { payload, drifted: 0 };
+    }
+    const list = (payload as { tools?: unknown } | null)?.tools;
+    if (!Array.isArray(list)) return { payload, drifted: 0 };
+    const tools = list.filter(isNamedTool);
+    let hidden: ReadonlySet<string>;
+    try {
+      const check = await pins.check(tools.map((t) => ({ name: t.name, digest: toolDigest(t) })));
+      for (const drift of check.drifted) deps.onDrift?.(drift);
+      hidden = check.hidden;
+    } catch (error) {
+      deps.onPinStoreError?.(error, policy.pinning.failOpen);
+      if (policy.pinning.failOpen) return { payload, drifted: 0 };
+      throw new PinStoreUnavailableError(
+        'tool pins cannot be checked (their store is unavailable) and pinning is configured to fail closed',
+        { cause: error },
+      );
+    }
+    if (hidden.size === 0) return { payload, drifted: 0 };
+    const kept = list.filter((t) => !(isNamedTool(t) && hidden.has(t.name)));
+    return {
+      payload: { ...(payload as Record<string, unknown>), tools: kept },
+      drifted: list.length - kept.length,
+    };
+  }
+
   // Filtering a list under a Cedar policy costs ~1 ms per item (no pre-parsed partial
   // evaluation); the answer only depends on the policy, the principal and the names.
   const filterCache = new Map<string, ReturnType<typeof filterListResult<unknown>>>();
@@ -93,12 +193,13 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
   const filter = defineMutator({
     name: 'tool-filter',
     description:
-      'Removes tools, prompts and resources the principal could never be allowed to use under the policy',
+      'Removes tools, prompts and resources the principal could never be allowed to use under the policy and, with pinning, tools whose definition changed since it was pinned',
     version: '0.1.0',
     hooks: [{ events: [...FILTERABLE_LIST_EVENTS], phase: 'response' }],
-    handler: (payload, ctx) => {
+    handler: async (input, ctx) => {
       const principal = ctx.context.principal ?? { type: 'anonymous' as const };
       const policy = deps.policy();
+      const { payload, drifted } = await pinned(policy, ctx.event, input);
       let filtered: ReturnType<typeof filterListResult<unknown>> | undefined;
       if (policy.engine === 'cedar') {
         const key = `${policy.fingerprint}\u0000${ctx.event}\u0000${JSON.stringify(principal)}\u0000${JSON.stringify(payload)}`;
@@ -120,6 +221,13 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
           }
         }
       } else filtered = filterListResult(policy, ctx.event, payload, principal);
+      if (drifted > 0) {
+        return modified(filtered.result, {
+          kept: filtered.kept,
+          removed: filtered.removed.length,
+          drifted,
+        });
+      }
       if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });
       return modified(filtered.result, { kept: filtered.kept, removed: filtered.removed.length });
     },

@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 /**
  * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
- * = allow everything, said at start-up), REDIS_URL (rate limits), FLEET_TOKEN (bearer on
- * /mcp and /policy), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
+ * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins), FLEET_TOKEN
+ * (bearer on /mcp, /policy and /policy/pins), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
  */
 import { envInteger } from '@fleet/core';
 import { createLogger, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
-import { createPolicySource, createPolicyValidatorApp, RedisRateLimiter } from './app.ts';
+import {
+  createPolicySource,
+  createPolicyValidatorApp,
+  RedisPinStore,
+  RedisRateLimiter,
+} from './app.ts';
 
 const env = process.env;
 const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
@@ -67,6 +72,7 @@ redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis conn
 app = createPolicyValidatorApp({
   source,
   limiter: new RedisRateLimiter(redis),
+  pins: new RedisPinStore(redis),
   log,
   token: env.FLEET_TOKEN || undefined,
   metricsHandler: telemetry.metricsHandler,

@@ -58,6 +58,15 @@ describe('policy-validator process', () => {
       });
       expect(authorized.status).toBe(200);
       expect(await authorized.json()).toMatchObject({ path });
+      // The tool pins behind the same token, on the Redis store main wires.
+      const pins = await fetch(`${proc.url}/policy/pins`);
+      expect(pins.status).toBe(401);
+      expect(await pins.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+      const pinsAuthorized = await fetch(`${proc.url}/policy/pins`, {
+        headers: { authorization: 'Bearer t0k' },
+      });
+      expect(pinsAuthorized.status).toBe(200);
+      expect(await pinsAuthorized.json()).toMatchObject({ enabled: false });
 
       const call = (tool: string, authorization: string) =>
         fetch(`${proc.url}/mcp`, {

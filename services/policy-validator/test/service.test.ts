@@ -20,6 +20,7 @@ import {
   type PolicySource,
   RedisRateLimiter,
 } from '../src/app.ts';
+import { unreachableRedis } from './redis.ts';
 
 const AnyResult = z.object({}).passthrough();
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -370,15 +371,7 @@ describe('rate limits in Redis', () => {
   });
 
   it('follow failOpen when Redis is unreachable', async () => {
-    const dead = new Redis({
-      host: '127.0.0.1',
-      port: 9,
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    dead.on('error', () => undefined);
+    const dead = unreachableRedis();
     cleanups.push(() => dead.disconnect());
     const open = await client((await startService({ path: policyFile(limited), redis: dead })).url);
     expect((await invoke(open, { name: 'x', arguments: {} }, bob)).valid).toBe(true);
