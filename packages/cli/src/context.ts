@@ -3,7 +3,7 @@
  * one way to print (tables for people, raw JSON with `--json`).
  *
  * Where a service is found, first match wins: the command-line option, the environment
- * (`FLEET_ORCHESTRATOR_URL`, `FLEET_AUDIT_URL`), the `fleet.json` of a running `fleet up` in
+ * (`FLEET_ORCHESTRATOR_URL`, `FLEET_AUDIT_URL`, `FLEET_POLICY_URL`), the `fleet.json` of a running `fleet up` in
  * `--state-dir` (default `.fleet`), the default port on 127.0.0.1.
  */
 import { resolve } from 'node:path';
@@ -13,12 +13,15 @@ import { type AuditClient, createAuditClient } from './audit-client.ts';
 import { type FleetState, liveFleetState } from './fleet/local-fleet.ts';
 import { FLEET_BIN, fleetCommandLine } from './hints.ts';
 import { parseBaseUrl } from './http-url.ts';
+import { createPolicyClient, type PolicyClient } from './policy-client.ts';
 import type { CliIO, GlobalOptions } from './types.ts';
 
 /** The orchestrator URL when no option, environment or running fleet names one. */
 export const DEFAULT_ORCHESTRATOR_URL = 'http://127.0.0.1:8080';
 /** The audit API's URL when no option, environment or running fleet names one. */
 export const DEFAULT_AUDIT_URL = 'http://127.0.0.1:8083';
+/** The policy-validator's URL when no option, environment or running fleet names one. */
+export const DEFAULT_POLICY_URL = 'http://127.0.0.1:8082';
 /** Where `fleet up` keeps its state (`fleet.json`, logs, config, PGlite data) by default. */
 export const DEFAULT_STATE_DIR = '.fleet';
 
@@ -47,6 +50,12 @@ export interface CommandContext {
    * `AUDIT_READ_TOKEN` when it is set.
    */
   audit(command: Command, baseUrl?: string): AuditClient;
+  /**
+   * A client for the policy-validator of `command` (`--policy`, `FLEET_POLICY_URL`, fleet.json,
+   * default), with `FLEET_TOKEN`, else the running fleet's token when the URL came from its
+   * fleet.json.
+   */
+  policy(command: Command): PolicyClient;
   /** Print `value` as indented JSON with `--json`, else the text `human()` returns. */
   print(command: Command, value: unknown, human: () => string): void;
   /**
@@ -120,6 +129,23 @@ export function createCommandContext(io: CliIO): CommandContext {
         token: io.env.AUDIT_READ_TOKEN || undefined,
         fetch: io.fetch,
         startHint: context.hint(command, 'up'),
+      });
+    },
+    policy(command) {
+      const option = command.optsWithGlobals<{ policy?: string }>().policy;
+      let raw = option ?? (io.env.FLEET_POLICY_URL?.trim() || undefined);
+      let token = io.env.FLEET_TOKEN || undefined;
+      if (raw === undefined) {
+        const fleet = runningFleet(command);
+        raw = fleet?.urls['policy-validator'];
+        // `fleet up` gives every interceptor service the fleet's token.
+        if (raw !== undefined && !token) token = fleet?.fleetToken || undefined;
+      }
+      return createPolicyClient({
+        baseUrl: parseBaseUrl(raw ?? DEFAULT_POLICY_URL, '--policy', DEFAULT_POLICY_URL),
+        token,
+        fetch: io.fetch,
+        hint: (words) => context.hint(command, words),
       });
     },
     print(command, value, human) {

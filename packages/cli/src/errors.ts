@@ -29,6 +29,16 @@ export const CLI_ERROR_CODES = {
   INVALID_QUERY: 2,
   /** The audit API answered another non-2xx status (401 included). */
   AUDIT_API_ERROR: 1,
+  /** Nothing answers at the policy-validator's URL (or it did not answer in time). */
+  POLICY_UNREACHABLE: 1,
+  /** The policy-validator answered another non-2xx status than those below (401 included). */
+  POLICY_API_ERROR: 1,
+  /** `fleet pins approve` named a tool without a drift (the service's 404 `NOT_FOUND`). */
+  NO_DRIFT: 1,
+  /** The drift's seen definition is no longer the `--digest` given (409 `CONFLICT`). */
+  PIN_CONFLICT: 1,
+  /** The policy-validator cannot reach its pin store, Redis (503 `STORE_UNAVAILABLE`). */
+  PIN_STORE_UNAVAILABLE: 1,
   /** `fleet audit trace` found no record of the trace. */
   NO_RECORDS: 1,
   /** Another process's `fleet up` runs from the state directory a fleet was to start in. */

@@ -1,6 +1,6 @@
 /**
  * @fleet/cli: the `fleet` command as a library (`up`, `demo`, `stdio`, `register`,
- * `unregister`, `services`, `chain`, `new interceptor`, `audit`), for tests and embedding.
+ * `unregister`, `services`, `chain`, `new interceptor`, `audit`, `pins`), for tests and embedding.
  */
 
 export type {
@@ -15,7 +15,11 @@ export type {
 } from './admin-client.ts';
 export { createAdminClient } from './admin-client.ts';
 export type { CommandContext } from './context.ts';
-export { createCommandContext, DEFAULT_ORCHESTRATOR_URL } from './context.ts';
+export {
+  createCommandContext,
+  DEFAULT_ORCHESTRATOR_URL,
+  DEFAULT_POLICY_URL,
+} from './context.ts';
 export { CUSTOMERS, createDemoServer, startDemoBackend } from './demo/backend.ts';
 export type { CliErrorCode, CliErrorOptions } from './errors.ts';
 export { CLI_ERROR_CODES, CliError } from './errors.ts';
@@ -28,6 +32,14 @@ export type {
 export { checkRedis, FLEET_SERVICES, REPO_ROOT, startLocalFleet } from './fleet/local-fleet.ts';
 export type { OverrideAssignment } from './overrides.ts';
 export { buildOverrides, parseOverrideAssignment } from './overrides.ts';
+export type {
+  PinsView,
+  PolicyClient,
+  PolicyClientOptions,
+  ToolDriftView,
+  ToolPinView,
+} from './policy-client.ts';
+export { createPolicyClient } from './policy-client.ts';
 export type { CommandModule } from './program.ts';
 export {
   CLI_VERSION,

@@ -8,6 +8,7 @@ import { addAuditCommand } from './commands/audit.ts';
 import { addChainCommand } from './commands/chain.ts';
 import { addDemoCommand } from './commands/demo.ts';
 import { addNewCommand } from './commands/new.ts';
+import { addPinsCommand } from './commands/pins.ts';
 import { addRegisterCommand } from './commands/register.ts';
 import { addServicesCommand } from './commands/services.ts';
 import { addStdioCommand } from './commands/stdio.ts';
@@ -32,6 +33,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   addChainCommand,
   addNewCommand,
   addAuditCommand,
+  addPinsCommand,
 ];
 
 /** The version `fleet --version` prints. */
@@ -72,7 +74,7 @@ export function createProgram(io: CliIO, options: ProgramOptions = {}): Command 
   // Settings first: subcommands copy them when they are created.
   program
     .description(
-      'Interceptor Fleet: run the fleet locally, tour it, serve desktop clients over stdio, register interceptors, inspect the chain, query the audit trail',
+      'Interceptor Fleet: run the fleet locally, tour it, serve desktop clients over stdio, register interceptors, inspect the chain, query the audit trail, review tool pins',
     )
     .version(CLI_VERSION, '-V, --version')
     .exitOverride()

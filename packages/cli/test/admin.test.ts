@@ -425,7 +425,7 @@ describe('a command given without its subcommand', () => {
   it.each([
     [
       [],
-      'pnpm fleet needs a command: up, demo, stdio, register, unregister, services, chain, new, audit',
+      'pnpm fleet needs a command: up, demo, stdio, register, unregister, services, chain, new, audit, pins',
     ],
     [['audit'], 'pnpm fleet audit needs a command: query, trace, stats'],
     [['new'], 'pnpm fleet new needs a command: interceptor'],

@@ -136,8 +136,15 @@ function parseReply(text: string, offset: number): [RespValue, number] {
   }
 }
 
-/** Send one command to Redis (REDIS_URL, default 127.0.0.1:6379) over RESP; resolve its reply. */
-export function redisCommand(args: readonly string[], timeoutMs = 2_000): Promise<RespValue> {
+/**
+ * Send one command to Redis (REDIS_URL, default 127.0.0.1:6379) over RESP, in database `db`
+ * (default 0, selected first); resolve its reply.
+ */
+export function redisCommand(
+  args: readonly string[],
+  timeoutMs = 2_000,
+  db = 0,
+): Promise<RespValue> {
   const url = new URL(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port || 6379), url.hostname);
@@ -156,14 +163,16 @@ export function redisCommand(args: readonly string[], timeoutMs = 2_000): Promis
     socket.on('data', (chunk: string) => {
       reply += chunk;
       try {
-        const [value] = parseReply(reply, 0);
+        let [value, next] = parseReply(reply, 0);
+        if (db !== 0) [value, next] = parseReply(reply, next);
         settle(() => resolve(value));
       } catch (error) {
         if (!(error instanceof Incomplete)) settle(() => reject(error));
       }
     });
-    const frame = `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
-    socket.write(frame);
+    const frame = (words: readonly string[]) =>
+      `*${words.length}\r\n${words.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+    socket.write(`${db === 0 ? '' : frame(['SELECT', String(db)])}${frame(args)}`);
   });
 }
 
