@@ -6,7 +6,16 @@
 import type { AuditStats } from '@fleet/audit';
 import { CliError, readApiProblem } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
-import { causeCode, exchangeJson } from './http-json.ts';
+import { exchangeJson, type ServiceApi, serviceFailure } from './http-json.ts';
+
+/** The audit-logger's API, as its errors name it. */
+const AUDIT_API: ServiceApi = {
+  name: 'the audit API',
+  service: 'the audit-logger',
+  flag: '--audit',
+  apiCode: 'AUDIT_API_ERROR',
+  unreachableCode: 'AUDIT_UNREACHABLE',
+};
 
 /** One audit record, as far as the CLI shows it. */
 export interface AuditRecordView {
@@ -70,22 +79,7 @@ export function createAuditClient(options: AuditClientOptions): AuditClient {
       `${baseUrl}${path}`,
       { headers: token ? { authorization: `Bearer ${token}` } : {} },
       timeoutMs,
-      (failure) => {
-        if (failure.kind === 'not-json')
-          return new CliError(
-            'AUDIT_API_ERROR',
-            `${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} the audit-logger?`,
-            { status: failure.status },
-          );
-        const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
-        return new CliError(
-          'AUDIT_UNREACHABLE',
-          failure.kind === 'timeout'
-            ? `the audit API at ${baseUrl} did not answer within ${timeoutMs} ms`
-            : `cannot reach the audit API at ${baseUrl}: is the fleet running? (${startHint}, or pass --audit)`,
-          { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
-        );
-      },
+      (failure) => serviceFailure(failure, AUDIT_API, { baseUrl, path, timeoutMs, startHint }),
     );
     if (res.ok) return body as T;
     const problem = readApiProblem(body);

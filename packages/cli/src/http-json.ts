@@ -1,8 +1,9 @@
 /**
  * One JSON exchange with a fleet HTTP API (admin, audit): a request under a time budget, its
- * body parsed as JSON. Each client turns the ways it can fail into its own {@link CliError}.
+ * body parsed as JSON. Each client turns the ways it can fail into its own {@link CliError}
+ * (the audit and policy clients through {@link serviceFailure}, which words them alike).
  */
-import type { CliError } from './errors.ts';
+import { CliError, type CliErrorCode } from './errors.ts';
 
 /** Why an exchange gave no JSON answer. */
 export type ExchangeFailure =
@@ -55,4 +56,44 @@ export async function exchangeJson(
   } catch {
     throw failed({ kind: 'not-json', status: response.status });
   }
+}
+
+/** How a fleet service's API is named in the errors {@link serviceFailure} makes. */
+export interface ServiceApi {
+  /** As a sentence names it: `the audit API`. */
+  name: string;
+  /** The service a non-JSON answer asks whether the URL is: `the audit-logger`. */
+  service: string;
+  /** The option that points the CLI at it: `--audit`. */
+  flag: string;
+  /** For an answer that is not JSON. */
+  apiCode: CliErrorCode;
+  /** For no answer (timeout, connection refused, ...). */
+  unreachableCode: CliErrorCode;
+}
+
+/**
+ * The error for an {@link ExchangeFailure} of `api` at `baseUrl` (the audit and policy
+ * clients word them alike); `startHint` is how to start the fleet, as the CLI was launched.
+ */
+export function serviceFailure(
+  failure: ExchangeFailure,
+  api: ServiceApi,
+  where: { baseUrl: string; path: string; timeoutMs: number; startHint: string },
+): CliError {
+  const { baseUrl, path, timeoutMs, startHint } = where;
+  if (failure.kind === 'not-json')
+    return new CliError(
+      api.apiCode,
+      `${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} ${api.service}?`,
+      { status: failure.status },
+    );
+  const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
+  return new CliError(
+    api.unreachableCode,
+    failure.kind === 'timeout'
+      ? `${api.name} at ${baseUrl} did not answer within ${timeoutMs} ms`
+      : `cannot reach ${api.name} at ${baseUrl}: is the fleet running? (${startHint}, or pass ${api.flag})`,
+    { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
+  );
 }

@@ -6,7 +6,16 @@
  */
 import { type ApiProblem, CliError, readApiProblem } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
-import { causeCode, exchangeJson } from './http-json.ts';
+import { exchangeJson, type ServiceApi, serviceFailure } from './http-json.ts';
+
+/** The policy-validator's API, as its errors name it. */
+const POLICY_API: ServiceApi = {
+  name: 'the policy-validator',
+  service: 'the policy-validator',
+  flag: '--policy',
+  apiCode: 'POLICY_API_ERROR',
+  unreachableCode: 'POLICY_UNREACHABLE',
+};
 
 /** A pinned tool definition: its digest (SHA-256 hex) and when it was pinned (ISO 8601). */
 export interface ToolPinView {
@@ -84,22 +93,8 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
       `${baseUrl}${path}`,
       { method, headers: token ? { authorization: `Bearer ${token}` } : {} },
       timeoutMs,
-      (failure) => {
-        if (failure.kind === 'not-json')
-          return new CliError(
-            'POLICY_API_ERROR',
-            `${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} the policy-validator?`,
-            { status: failure.status },
-          );
-        const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
-        return new CliError(
-          'POLICY_UNREACHABLE',
-          failure.kind === 'timeout'
-            ? `the policy-validator at ${baseUrl} did not answer within ${timeoutMs} ms`
-            : `cannot reach the policy-validator at ${baseUrl}: is the fleet running? (${hint('up')}, or pass --policy)`,
-          { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
-        );
-      },
+      (failure) =>
+        serviceFailure(failure, POLICY_API, { baseUrl, path, timeoutMs, startHint: hint('up') }),
     );
     if (response.ok) return json;
     const problem = readApiProblem(json);
