@@ -238,3 +238,33 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     },
   };
 }
+
+/** Whether a listen address only takes connections from this machine. */
+export function isLoopbackAddress(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * What a gateway listening on `host` leaves open to whoever can reach it, one sentence each:
+ * the admin API without FLEET_ADMIN_TOKEN or `auth.adminScopes`, MCP without authentication.
+ * Nothing on loopback (the default), where only this machine's users can connect.
+ */
+export function exposureWarnings(
+  config: OrchestratorConfig,
+  host: string,
+  adminToken: string | undefined,
+): string[] {
+  if (isLoopbackAddress(host)) return [];
+  const warnings: string[] = [];
+  const adminScopes = config.auth.mode === 'jwt' ? config.auth.adminScopes : undefined;
+  if (!adminToken && adminScopes === undefined)
+    warnings.push(
+      `the admin API is open to anyone who can reach ${host}: a caller can register an interceptor service that sees every payload; set FLEET_ADMIN_TOKEN or auth.adminScopes`,
+    );
+  if (config.auth.mode === 'none')
+    warnings.push(
+      `MCP clients are not authenticated (auth.mode: none) on ${host}: every caller is anonymous; set auth.mode to tokens or jwt`,
+    );
+  return warnings;
+}

@@ -22,7 +22,13 @@ import { envInteger } from '@fleet/core';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
-import { ConfigError, createLogger, createOrchestrator, parseConfig } from './app.ts';
+import {
+  ConfigError,
+  createLogger,
+  createOrchestrator,
+  exposureWarnings,
+  parseConfig,
+} from './app.ts';
 import { createAuditObserver } from './audit.ts';
 
 const env = process.env;
@@ -131,9 +137,12 @@ await orchestrator.start();
 if (stdio) {
   await orchestrator.serveStdio({ type: 'user', id: userInfo().username });
 } else {
+  const host = env.HOST || '127.0.0.1';
+  for (const warning of exposureWarnings(config, host, env.FLEET_ADMIN_TOKEN || undefined))
+    log.warn({ host }, warning);
   const listening = await listen(orchestrator.listener, {
     service: 'orchestrator',
-    host: env.HOST || '127.0.0.1',
+    host,
     port,
     requestTimeoutMs: config.limits.requestTimeoutMs,
     headersTimeoutMs: config.limits.headersTimeoutMs,
