@@ -5,11 +5,8 @@
 import { isNeverIntercepted, PhaseSchema } from '@fleet/core';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import type { AuthError } from './auth.ts';
+import { type AuthError, UNAVAILABLE_RETRY_AFTER_S } from './auth.ts';
 import { type Registry, RegistryError } from './registry.ts';
-
-/** What a client refused while the JWKS cannot be fetched is told to wait. */
-const ADMIN_RETRY_AFTER_S = 5;
 
 const RegisterBodySchema = z.object({
   url: z.url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -44,7 +41,7 @@ export function createAdminRouter({
     const refused = await authorize(req);
     if (refused === undefined) return next();
     if (refused.refusal === 'unavailable') {
-      res.setHeader('retry-after', String(ADMIN_RETRY_AFTER_S));
+      res.setHeader('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
       return problem(res, 503, refused.message);
     }
     res.setHeader('www-authenticate', challenge(req, refused));

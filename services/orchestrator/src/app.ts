@@ -8,7 +8,12 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { createAdminRouter } from './admin.ts';
-import { type Authenticator, createAdminAuthorizer, createAuthenticator } from './auth.ts';
+import {
+  type Authenticator,
+  adminScopesOf,
+  createAdminAuthorizer,
+  createAuthenticator,
+} from './auth.ts';
 import { Backend } from './backends.ts';
 import { type OrchestratorConfig, overridesOf } from './config.ts';
 import { type ChainObserver, Gateway } from './gateway.ts';
@@ -108,11 +113,12 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
       ),
   );
   gateway = new Gateway({ backends, registry, config, log, telemetry, observer: deps.observer });
+  const authenticator = deps.authenticator ?? createAuthenticator(config.auth);
   const mcp = createMcpIngress({
     gateway,
     registry,
     config,
-    authenticator: deps.authenticator ?? createAuthenticator(config.auth),
+    authenticator,
     log,
   });
 
@@ -138,8 +144,8 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   // The admin API can register an interceptor service that then sees every payload: a web
   // page must not reach it through DNS rebinding either (same Host/Origin rule as /mcp).
   const rebindingProblem = rebindingGuard(config);
-  const authorizeAdmin = createAdminAuthorizer(config.auth, deps.adminToken);
-  const adminScopes = config.auth.mode === 'jwt' ? config.auth.adminScopes : undefined;
+  const authorizeAdmin = createAdminAuthorizer(config.auth, deps.adminToken, authenticator);
+  const adminScopes = adminScopesOf(config.auth);
   app.use('/admin', (req, res, next) => {
     const forbidden = rebindingProblem(req);
     if (forbidden === undefined) return next();
@@ -257,8 +263,7 @@ export function exposureWarnings(
 ): string[] {
   if (isLoopbackAddress(host)) return [];
   const warnings: string[] = [];
-  const adminScopes = config.auth.mode === 'jwt' ? config.auth.adminScopes : undefined;
-  if (!adminToken && adminScopes === undefined)
+  if (!adminToken && adminScopesOf(config.auth) === undefined)
     warnings.push(
       `the admin API is open to anyone who can reach ${host}: a caller can register an interceptor service that sees every payload; set FLEET_ADMIN_TOKEN or auth.adminScopes`,
     );

@@ -25,6 +25,9 @@ export interface Credentials {
  */
 export type AuthRefusal = 'missing' | 'invalid_token' | 'insufficient_scope' | 'unavailable';
 
+/** What a client refused as `unavailable` (JWKS outage) is told to wait (`Retry-After`, s). */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+
 /** Refused credentials; `message` is fixed text that never repeats the token. */
 export class AuthError extends FleetError {
   override readonly name = 'AuthError';
@@ -39,10 +42,15 @@ export class AuthError extends FleetError {
 export interface Authenticator {
   /**
    * `resource` is the gateway's MCP endpoint as the request reached it (jwt mode: a token
-   * issued for it is accepted, RFC 8707).
+   * issued for it is accepted, RFC 8707). `scopes` replaces the scopes a JWT must carry
+   * (`auth.scopes`), e.g. with the admin API's.
    * @throws {AuthError} for missing, invalid or under-scoped credentials.
    */
-  authenticate(authorization: string | undefined, resource?: string): Promise<Credentials>;
+  authenticate(
+    authorization: string | undefined,
+    resource?: string,
+    scopes?: readonly string[],
+  ): Promise<Credentials>;
 }
 
 const ANONYMOUS: Credentials = { principal: { type: 'anonymous' }, scopes: [] };
@@ -78,14 +86,8 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/**
- * Build the authenticator for an auth configuration; `scopes` replaces the scopes a JWT
- * must carry (`auth.scopes`), e.g. with the admin API's.
- */
-export function createAuthenticator(
-  config: AuthConfig,
-  { scopes }: { scopes?: readonly string[] } = {},
-): Authenticator {
+/** Build the authenticator for an auth configuration. */
+export function createAuthenticator(config: AuthConfig): Authenticator {
   switch (config.mode) {
     case 'none':
       return { authenticate: async () => ANONYMOUS };
@@ -105,7 +107,6 @@ export function createAuthenticator(
     }
     case 'jwt': {
       const jwks = createRemoteJWKSet(new URL(config.jwksUrl));
-      const required = scopes ?? config.scopes ?? [];
       const pick = (payload: JWTPayload): Record<string, unknown> => {
         if (config.claims === undefined) return { ...payload };
         return Object.fromEntries(
@@ -113,7 +114,7 @@ export function createAuthenticator(
         );
       };
       return {
-        async authenticate(header, resource) {
+        async authenticate(header, resource, required = config.scopes ?? []) {
           const token = bearer(header);
           if (token === undefined) throw new AuthError('missing', MISSING);
           const audience = [config.audience, config.resource ?? resource].filter(
@@ -158,30 +159,34 @@ export type AdminAuthorizer = (
 
 const ADMIN_TOKEN_REQUIRED = 'a valid admin bearer token is required';
 
+/** The scopes that admit a JWT to the admin API (`auth.adminScopes`), if any. */
+export function adminScopesOf(config: AuthConfig): readonly string[] | undefined {
+  return config.mode === 'jwt' ? config.adminScopes : undefined;
+}
+
 /**
  * Who may use the admin API: the holder of `adminToken` (FLEET_ADMIN_TOKEN) and, with jwt
- * auth and `auth.adminScopes`, the bearer of a valid JWT carrying all of them. With neither
- * configured, everyone (DESIGN.md §3 asks for the token only when it is set).
+ * auth and `auth.adminScopes`, the bearer of a JWT that `authenticator` (the ingress's: one
+ * key set) accepts with all of them. With neither configured, everyone (DESIGN.md §3 asks
+ * for the token only when it is set).
  */
 export function createAdminAuthorizer(
   config: AuthConfig,
   adminToken: string | undefined,
+  authenticator: Authenticator,
 ): AdminAuthorizer {
   const token = adminToken === '' ? undefined : adminToken;
-  const jwt =
-    config.mode === 'jwt' && config.adminScopes !== undefined
-      ? createAuthenticator(config, { scopes: config.adminScopes })
-      : undefined;
-  if (token === undefined && jwt === undefined) return async () => undefined;
+  const scopes = adminScopesOf(config);
+  if (token === undefined && scopes === undefined) return async () => undefined;
   return async (authorization, resource) => {
     if (token !== undefined && bearerMatches(authorization, token)) return undefined;
-    if (jwt === undefined)
+    if (scopes === undefined)
       return new AuthError(
         bearer(authorization) === undefined ? 'missing' : 'invalid_token',
         ADMIN_TOKEN_REQUIRED,
       );
     try {
-      await jwt.authenticate(authorization, resource);
+      await authenticator.authenticate(authorization, resource, scopes);
       return undefined;
     } catch (error) {
       return error instanceof AuthError

@@ -25,7 +25,12 @@ import {
 } from '@fleet/core';
 import { BodyTooLarge, errorEnvelope, readBody } from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { AuthError, type Authenticator, type Credentials } from './auth.ts';
+import {
+  AuthError,
+  type Authenticator,
+  type Credentials,
+  UNAVAILABLE_RETRY_AFTER_S,
+} from './auth.ts';
 import type { OrchestratorConfig } from './config.ts';
 import type { ClientSession, Gateway } from './gateway.ts';
 import { type Logger, logThrottle } from './logger.ts';
@@ -193,8 +198,6 @@ export function rebindingGuard(
 
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
 const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
-/** What a client refused during a JWKS outage is told to wait. */
-const JWKS_RETRY_AFTER_S = 5;
 
 function jwksUrlOf(config: OrchestratorConfig): string | undefined {
   return config.auth.mode === 'jwt' ? config.auth.jwksUrl : undefined;
@@ -338,7 +341,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
           );
         }
         return reject(res, 'UNAVAILABLE', `Service unavailable: ${message}`, {
-          headers: { 'retry-after': String(JWKS_RETRY_AFTER_S) },
+          headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) },
         });
       }
       const [kind, status] =
