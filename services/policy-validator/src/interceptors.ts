@@ -53,6 +53,10 @@ export interface PolicyInterceptorDeps {
   onPinStoreError?: (error: unknown, failedOpen: boolean) => void;
 }
 
+/** Why a list or a call is refused when pins cannot be checked and pinning fails closed. */
+const PINS_UNAVAILABLE =
+  'tool pins cannot be checked (their store is unavailable) and pinning is configured to fail closed';
+
 /** Thrown by `tool-filter` when pins cannot be checked and pinning fails closed. */
 export class PinStoreUnavailableError extends Error {
   override readonly name = 'PinStoreUnavailableError';
@@ -148,10 +152,7 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
     } catch (error) {
       deps.onPinStoreError?.(error, policy.pinning.failOpen);
       if (policy.pinning.failOpen) return undefined;
-      return deny(
-        `tool pins cannot be checked (their store is unavailable) and pinning is configured to fail closed`,
-        { info: { pinning: 'unavailable' } },
-      );
+      return deny(PINS_UNAVAILABLE, { info: { pinning: 'unavailable' } });
     }
     if (drift === undefined) return undefined;
     return deny(driftMessage(drift), { info: { pinning: drift } });
@@ -173,10 +174,7 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
     } catch (error) {
       deps.onPinStoreError?.(error, policy.pinning.failOpen);
       if (policy.pinning.failOpen) return { payload, drifted: 0 };
-      throw new PinStoreUnavailableError(
-        'tool pins cannot be checked (their store is unavailable) and pinning is configured to fail closed',
-        { cause: error },
-      );
+      throw new PinStoreUnavailableError(PINS_UNAVAILABLE, { cause: error });
     }
     if (hidden.size === 0) return { payload, drifted: 0 };
     const kept = list.filter((t) => !(isNamedTool(t) && hidden.has(t.name)));
