@@ -3,6 +3,8 @@
  * with a lean path for invoke, and stdio), and call them (remote or in process).
  */
 
+export type { ConnectingClient } from './connected.ts';
+export { whenConnected } from './connected.ts';
 export type {
   HandlerContext,
   Interceptor,

@@ -5,7 +5,13 @@
  * (bearer on /mcp, /policy and /policy/pins), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
  */
 import { envInteger } from '@fleet/core';
-import { createLogger, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
+import {
+  createLogger,
+  listen,
+  observeInvocations,
+  onShutdown,
+  whenConnected,
+} from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
 import {
@@ -14,6 +20,9 @@ import {
   RedisPinStore,
   RedisRateLimiter,
 } from './app.ts';
+
+/** How long start-up waits for Redis before serving without it. */
+const REDIS_START_WAIT_MS = 5_000;
 
 const env = process.env;
 const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
@@ -68,6 +77,13 @@ const redis = new Redis(env.REDIS_URL || 'redis://127.0.0.1:6379', {
   connectTimeout: 2000,
 });
 redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
+// Without the offline queue a request that comes before the connection finds the store
+// unavailable: the first tools/list would go unpinned (fail-open). Wait for it, a little.
+if (!(await whenConnected(redis, REDIS_START_WAIT_MS)))
+  log.warn(
+    { waitedMs: REDIS_START_WAIT_MS },
+    'redis not reachable at start-up: rate limits and tool pins follow their failOpen until it is',
+  );
 
 app = createPolicyValidatorApp({
   source,

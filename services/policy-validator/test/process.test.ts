@@ -1,10 +1,13 @@
 /** The service as a process: the start-up line, a refused bad policy, the allow-all warning. */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -25,7 +28,89 @@ function startWithPolicy(path: string, env: Record<string, string> = {}) {
   });
 }
 
+/** Forget the pin (and any drift) of `tool`, which the service stored in the local Redis. */
+async function redisDel(tool: string): Promise<void> {
+  const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+  try {
+    await redis.hdel('fleet:pins:digests', tool);
+    await redis.hdel('fleet:pins:drifts', tool);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * A TCP proxy to the local Redis that holds each new connection `holdMs` before it connects
+ * it through: a Redis that is slow to answer at start-up.
+ */
+async function slowRedisProxy(holdMs: number) {
+  const target = new URL(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    sockets.add(client);
+    client.pause();
+    const timer = setTimeout(() => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      sockets.add(upstream);
+      client.pipe(upstream).pipe(client);
+      client.resume();
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+    }, holdMs);
+    client.on('close', () => clearTimeout(timer));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async [Symbol.asyncDispose]() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 describe('policy-validator process', () => {
+  it('waits for Redis at start-up: the first tools/list after the start-up line pins its tools', async () => {
+    // Without the wait the service answered at once, its store "unavailable" while Redis was
+    // still connecting, and pinning failed open: the first listing pinned nothing.
+    const { path } = policyFile('version: 1\ndefault: allow\npinning: {enabled: true}\n');
+    await using redis = await slowRedisProxy(1_500);
+    const tool = `first-${randomUUID()}`;
+    const proc = await startWithPolicy(path, { REDIS_URL: redis.url });
+    try {
+      const listed = await fetch(`${proc.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'interceptor/invoke',
+          params: {
+            name: 'tool-filter',
+            event: 'tools/list',
+            phase: 'response',
+            payload: { tools: [{ name: tool, inputSchema: { type: 'object' } }] },
+            context: { principal: { type: 'user', id: 'op' } },
+          },
+        }),
+      });
+      expect(await listed.json()).toMatchObject({ result: { info: { kept: 1 } } });
+      const { pins } = (await (await fetch(`${proc.url}/policy/pins`)).json()) as {
+        pins: Array<{ tool: string }>;
+      };
+      expect(pins.map((p) => p.tool)).toContain(tool);
+      expect(proc.stderr()).not.toContain('redis not reachable at start-up');
+    } finally {
+      expect((await proc.stop()).code).toBe(0);
+      await redisDel(tool);
+    }
+  });
+
   it('starts, says it allows everything without POLICY_FILE, and stops on SIGTERM', async () => {
     const proc = await startServiceProcess({
       ...sourceCommand(MAIN),
