@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * Runs every workspace package's `test` script in turn (vitest), each writing a JSON report,
+ * Runs every workspace package's `test` script in turn (vitest; all of them, even after one
+ * fails), each writing a JSON report,
  * then prints one closing line `N passed, N failed[, N skipped]` over all of them.
  * Exits non-zero when any package fails or no test ran at all.
  */
@@ -10,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const reportDir = mkdtempSync(join(tmpdir(), 'fleet-tests-'));
-const run = spawnSync('pnpm', ['-r', '--workspace-concurrency=1', 'run', 'test'], {
+// --no-bail: a failing package does not hide the results of the packages after it.
+const run = spawnSync('pnpm', ['-r', '--workspace-concurrency=1', '--no-bail', 'run', 'test'], {
   stdio: 'inherit',
   env: { ...process.env, FLEET_TEST_REPORT_DIR: reportDir },
 });
