@@ -38,6 +38,7 @@ describe('parseRecordQuery', () => {
           event: 'tools/call',
           principal: 'alice',
           decision: 'denied',
+          kind: 'admin',
           interceptor: 'pii-guard',
           since: '1h',
           until: '2025-06-01T11:59:00Z',
@@ -53,6 +54,7 @@ describe('parseRecordQuery', () => {
         event: 'tools/call',
         principal: 'alice',
         decision: 'denied',
+        kind: 'admin',
         interceptor: 'pii-guard',
         since: new Date('2025-06-01T11:00:00.000Z'),
         until: new Date('2025-06-01T11:59:00.000Z'),
@@ -76,7 +78,7 @@ describe('parseRecordQuery', () => {
     });
   });
 
-  it.each(['traceId', 'tool', 'event', 'principal', 'decision', 'interceptor'])(
+  it.each(['traceId', 'tool', 'event', 'principal', 'decision', 'kind', 'interceptor'])(
     'refuses an empty %s filter: it would match nothing, or silently everything',
     (parameter) => {
       expect(issuesOf({ [parameter]: '' })).toEqual([
@@ -89,6 +91,7 @@ describe('parseRecordQuery', () => {
     [{ traceId: 'abc' }, 'traceId'],
     [{ traceId: '0'.repeat(32) }, 'traceId'],
     [{ decision: 'maybe' }, 'decision'],
+    [{ kind: 'registry' }, 'kind'],
     [{ since: 'yesterday' }, 'since'],
     [{ until: '2025-02-30' }, 'until'],
     [{ since: '1h', until: '2h' }, 'until'],

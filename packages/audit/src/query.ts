@@ -3,7 +3,13 @@
  * parsing of query-string parameters (the audit API's and the CLI's) into filters, with an
  * error that names every bad parameter. Pure: no I/O.
  */
-import { type AuditDecision, AuditDecisionSchema, type AuditRecord } from './record.ts';
+import {
+  type AuditDecision,
+  AuditDecisionSchema,
+  type AuditKind,
+  AuditKindSchema,
+  type AuditRecord,
+} from './record.ts';
 import { isTimeBoundInRange, parseTimeBound, TIME_BOUND_RANGE_TEXT } from './time.ts';
 
 /** Records per page unless the caller asks otherwise. */
@@ -24,6 +30,8 @@ export interface AuditRecordFilters {
   /** Principal id; for a principal without one, its type (`anonymous`). */
   principal?: string;
   decision?: AuditDecision;
+  /** Who wrote the record: `chain`, `invocation` or `admin` (registry changes). */
+  kind?: AuditKind;
   /** Name of an interceptor that took part. */
   interceptor?: string;
   /** Records at or after this instant. */
@@ -198,6 +206,7 @@ const RECORD_PARAMETERS = [
   'event',
   'principal',
   'decision',
+  'kind',
   'interceptor',
   'since',
   'until',
@@ -209,7 +218,7 @@ const RECORD_PARAMETERS = [
  * Parse the parameters of `GET /api/audit/records` into filters and a page request.
  * `since`/`until` take ISO 8601 instants or durations back from `now`, within year 1..9999.
  * An empty `since`, `until`, `limit` or `cursor` counts as not given; an empty filter
- * (`traceId`, `tool`, `event`, `principal`, `decision`, `interceptor`) is refused.
+ * (`traceId`, `tool`, `event`, `principal`, `decision`, `kind`, `interceptor`) is refused.
  * @throws AuditQueryError naming every bad or unknown parameter.
  */
 export function parseRecordQuery(
@@ -237,6 +246,12 @@ export function parseRecordQuery(
     const parsed = AuditDecisionSchema.safeParse(decision);
     if (parsed.success) filters.decision = parsed.data;
     else issues.add('decision', `must be one of ${AuditDecisionSchema.options.join(', ')}`);
+  }
+  const kind = issues.text(params, 'kind');
+  if (kind !== undefined) {
+    const parsed = AuditKindSchema.safeParse(kind);
+    if (parsed.success) filters.kind = parsed.data;
+    else issues.add('kind', `must be one of ${AuditKindSchema.options.join(', ')}`);
   }
   const since = issues.time(params, 'since', now);
   const until = issues.time(params, 'until', now);

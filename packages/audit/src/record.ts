@@ -48,8 +48,13 @@ export const PAYLOAD_PREVIEW_MAX_LENGTH = 4096;
  */
 export const PAYLOAD_PREVIEW_SCRUB_MARGIN = 256;
 
-/** Who wrote the record: the orchestrator's chain, or the audit interceptor's invocation. */
-export const AuditKindSchema = z.enum(['chain', 'invocation']);
+/**
+ * Who wrote the record: the orchestrator's chain, the audit interceptor's invocation, or
+ * the orchestrator's admin API (a change to the interceptor registry, or a refused attempt
+ * at one: event `admin/services/register` | `admin/services/unregister` |
+ * `admin/services/refresh`, target the service id, principal the operator).
+ */
+export const AuditKindSchema = z.enum(['chain', 'invocation', 'admin']);
 
 /** What happened to the governed message. */
 export const AuditDecisionSchema = z.enum(['allowed', 'denied', 'error']);

@@ -202,7 +202,7 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
 
   it('applies its migrations once: reopening or migrating again does nothing', async () => {
     expect(await t.store.migrate()).toEqual([]);
-    expect(MIGRATIONS.map((m) => m.version)).toEqual([1]);
+    expect(MIGRATIONS.map((m) => m.version)).toEqual([1, 2]);
   });
 
   it('stores a batch in one call and returns each record as it was given', async () => {
@@ -387,7 +387,7 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     const stats = await t.store.stats(new Date(T0 - 1), new Date(T0 + 60_000));
     expect(stats.total).toBe(105);
     expect(stats.byDecision).toEqual({ allowed: 103, denied: 1, error: 1 });
-    expect(stats.byKind).toEqual({ chain: 104, invocation: 1 });
+    expect(stats.byKind).toEqual({ chain: 104, invocation: 1, admin: 0 });
     expect(stats.byTool[0]).toEqual({ tool: 'bulk', count: 100 });
     expect(stats.byTool).toContainEqual({ tool: 'get_weather', count: 2 });
     expect(stats.byEvent).toEqual([
@@ -417,6 +417,35 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
       byInterceptor: [],
       latencyMs: { count: 0, p50: null, p95: null, p99: null },
     });
+  });
+
+  it('finds admin records by kind, and keeps their service ids out of the busiest tools', async () => {
+    const records = world();
+    const admin = [0, 1].map((i) =>
+      recordAt(5000 + i, {
+        kind: 'admin',
+        event: i === 0 ? 'admin/services/register' : 'admin/services/unregister',
+        method: i === 0 ? 'POST /admin/services' : 'DELETE /admin/services/{id}',
+        target: 'pii-127-0-0-1-8081-mcp-0a1b2c3d',
+        principal: { type: 'service', id: 'FLEET_ADMIN_TOKEN' },
+        durationMs: 12,
+      }),
+    );
+    await t.store.insertBatch([...records, ...admin]);
+    expect(ids((await t.store.query({ kind: 'admin' })).records)).toEqual(ids(newestFirst(admin)));
+    expect(ids((await t.store.query({ kind: 'invocation' })).records)).toEqual(
+      ids([records[4] as AuditRecord]),
+    );
+    expect((await t.store.query({ kind: 'chain' })).records).toHaveLength(4);
+    expect(
+      ids((await t.store.query({ kind: 'admin', event: 'admin/services/unregister' })).records),
+    ).toEqual(ids([admin[1] as AuditRecord]));
+    const stats = await t.store.stats(new Date(T0 - 1), new Date(T0 + 60_000));
+    expect(stats.byKind).toEqual({ chain: 4, invocation: 1, admin: 2 });
+    expect(stats.byTool.map((row) => row.tool)).not.toContain('pii-127-0-0-1-8081-mcp-0a1b2c3d');
+    expect(stats.byEvent).toContainEqual({ event: 'admin/services/register', count: 1 });
+    // An admin record is no chain: the chain latency is the four chain records'.
+    expect(stats.latencyMs.count).toBe(4);
   });
 
   it('lists the busiest events only: a client may make up any number of them', async () => {
@@ -475,7 +504,8 @@ describe('opening audit stores', () => {
         });
       const replicas = await Promise.all([sameSchema(), sameSchema(), sameSchema()]);
       const applied = await Promise.all(replicas.map((store) => store.migrate()));
-      expect(applied.flat()).toEqual([1]);
+      // Each migration applied by exactly one of them.
+      expect(applied.flat().sort()).toEqual(MIGRATIONS.map((m) => m.version));
       await Promise.all(replicas.map((store) => store.close()));
       expect(await first.store.insertBatch([recordAt(0)])).toBe(1);
     } finally {

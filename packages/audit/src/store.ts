@@ -30,7 +30,7 @@ import {
   MAX_QUERY_LIMIT,
   timeBoundIssues,
 } from './query.ts';
-import type { AuditDecision, AuditKind, AuditRecord } from './record.ts';
+import { type AuditDecision, type AuditKind, AuditKindSchema, type AuditRecord } from './record.ts';
 import {
   createPgliteEngine,
   createPostgresEngine,
@@ -228,6 +228,12 @@ function whereClause(
       filters.principal,
     );
   if (filters.decision !== undefined) add((p) => `decision = ${p}`, filters.decision);
+  // Inlined, not a parameter, so `kind = 'admin'` can use its partial index; only the
+  // schema's own names get here.
+  if (filters.kind !== undefined) {
+    const kind = AuditKindSchema.parse(filters.kind);
+    conditions.push(`kind = '${kind}'`);
+  }
   if (filters.interceptor !== undefined)
     add((p) => `interceptors @> ARRAY[${p}::text]`, filters.interceptor);
   if (filters.since !== undefined)
@@ -340,10 +346,11 @@ function createSqlAuditStore(
       const window = 'ts >= $1::timestamptz AND ts < $2::timestamptz';
       const params = [since.toISOString(), until.toISOString()];
       /** The `limit` most frequent values of `column` in the window, busiest first. */
+      // An admin record's target is a service id, not a tool: not among the busiest tools.
       const top = (column: 'target' | 'event', limit: number) =>
         engine.query<{ value: string; n: number }>(
           `SELECT ${column} AS value, count(*)::int AS n FROM audit_records
-           WHERE ${window} AND ${column} IS NOT NULL
+           WHERE ${window} AND ${column} IS NOT NULL${column === 'target' ? ` AND kind <> 'admin'` : ''}
            GROUP BY ${column} ORDER BY n DESC, ${column} LIMIT ${limit}`,
           params,
         );
@@ -375,7 +382,7 @@ function createSqlAuditStore(
           ),
         ]);
       const byDecision: Record<AuditDecision, number> = { allowed: 0, denied: 0, error: 0 };
-      const byKind: Record<AuditKind, number> = { chain: 0, invocation: 0 };
+      const byKind: Record<AuditKind, number> = { chain: 0, invocation: 0, admin: 0 };
       let total = 0;
       for (const row of groups) {
         byDecision[row.decision] = (byDecision[row.decision] ?? 0) + row.n;

@@ -133,6 +133,8 @@ describe('GET /api/audit/records', () => {
     ['principal=alice', [0, 1]],
     ['decision=denied', [2]],
     ['interceptor=pii-redactor', [1]],
+    ['kind=chain', records.map((_, i) => i)],
+    ['kind=admin', []],
     [
       `since=${new Date(T0 + 2000).toISOString()}&until=${new Date(T0 + 10_000).toISOString()}`,
       [2, 3],

@@ -1,12 +1,62 @@
 /**
  * The admin API (DESIGN.md §3): register, list, remove and refresh interceptor services,
  * and show the chain an (event, phase) would run. Bearer `FLEET_ADMIN_TOKEN` when set.
+ * Every change it makes, and every refused attempt at one, is reported as an
+ * {@link AdminAction} (the audit trail's `admin` records): who changed the chain, and when.
  */
-import { isNeverIntercepted, PhaseSchema } from '@fleet/core';
+import { performance } from 'node:perf_hooks';
+import { isNeverIntercepted, PhaseSchema, type Principal } from '@fleet/core';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { type AuthError, UNAVAILABLE_RETRY_AFTER_S } from './auth.ts';
+import { type AdminVerdict, type AuthError, UNAVAILABLE_RETRY_AFTER_S } from './auth.ts';
 import { type Registry, RegistryError } from './registry.ts';
+
+/** A change the admin API makes to the registry. */
+export type AdminActionName = 'register' | 'unregister' | 'refresh';
+
+/**
+ * One change made through the admin API, or one attempt at it refused for its credentials
+ * (401/403). Requests that change nothing for other reasons (a malformed body, an unknown
+ * id, a URL that is no interceptor server) are answered and logged, not reported.
+ */
+export interface AdminAction {
+  action: AdminActionName;
+  /** The route: `POST /admin/services`, `DELETE /admin/services/{id}`, `POST /admin/services/{id}/refresh`. */
+  method: string;
+  /** The service acted on; for a refused registration unknown (its body is not read). */
+  service?: string;
+  /** Who: absent when refused. See `createAdminAuthorizer`. */
+  operator?: Principal;
+  outcome: 'done' | 'refused';
+  /** The HTTP status answered. */
+  status: number;
+  /** Why it was refused. */
+  reason?: string;
+  durationMs: number;
+}
+
+const ROUTES: Array<[RegExp, string, AdminActionName, string]> = [
+  [/^\/services\/?$/, 'POST', 'register', 'POST /admin/services'],
+  [/^\/services\/([^/]+)\/?$/, 'DELETE', 'unregister', 'DELETE /admin/services/{id}'],
+  [/^\/services\/([^/]+)\/refresh\/?$/, 'POST', 'refresh', 'POST /admin/services/{id}/refresh'],
+];
+
+/** The registry change `req` asks for, if it asks for one. */
+function actionOf(req: Request): Pick<AdminAction, 'action' | 'method' | 'service'> | undefined {
+  for (const [pattern, verb, action, method] of ROUTES) {
+    if (req.method !== verb) continue;
+    const match = pattern.exec(req.path);
+    if (!match) continue;
+    let service: string | undefined;
+    try {
+      service = match[1] === undefined ? undefined : decodeURIComponent(match[1]);
+    } catch {
+      service = match[1];
+    }
+    return service === undefined ? { action, method } : { action, method, service };
+  }
+  return undefined;
+}
 
 const RegisterBodySchema = z.object({
   url: z.url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
@@ -17,12 +67,14 @@ const RegisterBodySchema = z.object({
 /** Options for {@link createAdminRouter}. */
 export interface AdminRouterOptions {
   registry: Registry;
-  /** Admits or refuses each request (FLEET_ADMIN_TOKEN, admin-scoped JWTs); default: all. */
-  authorize?: (req: Request) => Promise<AuthError | undefined>;
+  /** Admits (as whom) or refuses each request (FLEET_ADMIN_TOKEN, admin-scoped JWTs); default: all, anonymously. */
+  authorize?: (req: Request) => Promise<AdminVerdict>;
   /** The `WWW-Authenticate` challenge for a refusal; default `Bearer`. */
   challenge?: (req: Request, refusal: AuthError) => string;
   /** `chain.speculativeMutators`: request-phase mutators start with the validators. */
   speculativeMutators?: boolean;
+  /** Told of every change made and every attempt refused (the audit trail); must not throw. */
+  onAction?: (action: AdminAction) => void;
 }
 
 function problem(res: Response, status: number, message: string, details?: unknown): void {
@@ -32,14 +84,41 @@ function problem(res: Response, status: number, message: string, details?: unkno
 /** Build the `/admin` router. */
 export function createAdminRouter({
   registry,
-  authorize = async () => undefined,
+  authorize = async () => ({ operator: { type: 'anonymous' } }),
   challenge = () => 'Bearer',
   speculativeMutators = false,
+  onAction,
 }: AdminRouterOptions): Router {
   const router = express.Router();
   router.use(async (req: Request, res: Response, next: NextFunction) => {
-    const refused = await authorize(req);
-    if (refused === undefined) return next();
+    const started = performance.now();
+    const verdict = await authorize(req);
+    const action = onAction && actionOf(req);
+    if (onAction && action) {
+      res.once('finish', () => {
+        const { statusCode: status } = res;
+        const done = status >= 200 && status < 300;
+        const refused = status === 401 || status === 403;
+        if (!done && !refused) return;
+        const report: AdminAction = {
+          ...action,
+          outcome: done ? 'done' : 'refused',
+          status,
+          durationMs: performance.now() - started,
+        };
+        const service = (res.locals as { service?: string }).service;
+        if (service !== undefined) report.service = service;
+        if ('operator' in verdict) report.operator = verdict.operator;
+        else report.reason = verdict.refused.message;
+        try {
+          onAction(report);
+        } catch {
+          // A listener of 'finish' that throws would take the process down; auditing never may.
+        }
+      });
+    }
+    if ('operator' in verdict) return next();
+    const refused = verdict.refused;
     if (refused.refusal === 'unavailable') {
       res.setHeader('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
       return problem(res, 503, refused.message);
@@ -74,6 +153,7 @@ export function createAdminRouter({
       );
     try {
       const { created, service } = await registry.register(body.data);
+      res.locals.service = service.id;
       res.status(created ? 201 : 200).json({
         id: service.id,
         url: service.url,

@@ -7,7 +7,7 @@ import type { Principal } from '@fleet/core';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
-import { createAdminRouter } from './admin.ts';
+import { type AdminAction, createAdminRouter } from './admin.ts';
 import {
   type Authenticator,
   adminScopesOf,
@@ -24,6 +24,7 @@ import { bearerChallenge } from './oauth.ts';
 import { Registry } from './registry.ts';
 import { createGatewayTelemetry, tracedInvoker } from './telemetry.ts';
 
+export type { AdminAction } from './admin.ts';
 export { ConfigError, type OrchestratorConfig, parseConfig } from './config.ts';
 export type { ChainExecution, ChainObserver } from './gateway.ts';
 export { createLogger, type Logger, silentLogger } from './logger.ts';
@@ -41,6 +42,8 @@ export interface OrchestratorDeps {
   adminToken?: string | undefined;
   /** Receives every chain execution (the audit producer). */
   observer?: ChainObserver | undefined;
+  /** Told of every change made through the admin API and every refused attempt (the audit producer). */
+  onAdminAction?: ((action: AdminAction) => void) | undefined;
   /** Serves `/metrics` (Prometheus text). */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Overrides the authenticator built from `config.auth` (tests). */
@@ -167,6 +170,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
             : mcp.protectedResource?.challengeParams(req, adminScopes),
         ),
       speculativeMutators: config.chain.speculativeMutators,
+      onAction: deps.onAdminAction,
     }),
   );
   app.use((_req, res) => {

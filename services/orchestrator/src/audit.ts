@@ -3,6 +3,8 @@
  * Records carry names, outcomes, timings and reasons — never payloads.
  */
 import { type AuditRecord, type AuditRecordInput, createAuditRecord } from '@fleet/audit';
+import type { Principal } from '@fleet/core';
+import type { AdminAction } from './admin.ts';
 import type { ChainExecution, ChainObserver } from './gateway.ts';
 import { type Logger, logThrottle } from './logger.ts';
 import { chainStatusOf } from './telemetry.ts';
@@ -62,16 +64,59 @@ export function auditRecordOf(execution: ChainExecution): AuditRecord {
   if (context.traceId) input.traceId = context.traceId;
   if (context.spanId) input.spanId = context.spanId;
   if (context.sessionId) input.sessionId = context.sessionId;
-  if (context.principal) {
-    input.principal =
-      context.principal.id === undefined
-        ? { type: context.principal.type }
-        : { type: context.principal.type, id: context.principal.id };
-  }
+  if (context.principal) input.principal = auditPrincipalOf(context.principal);
   if (execution.target !== undefined) input.target = execution.target;
   if (execution.backend !== undefined) input.backend = execution.backend;
   return createAuditRecord(input);
 }
+
+/** The principal as records carry it: type and id, never the claims. */
+function auditPrincipalOf(principal: Principal): NonNullable<AuditRecord['principal']> {
+  return principal.id === undefined
+    ? { type: principal.type }
+    : { type: principal.type, id: principal.id };
+}
+
+/** The pseudo-interceptor an admin refusal's abort reason names. */
+export const ADMIN_API_NAME = 'admin-api';
+
+/**
+ * Map one admin API change (or refused attempt) to an `admin` audit record: event
+ * `admin/services/<action>`, target the service id, principal the operator; a refusal is
+ * `denied` with the refusal as its abort reason.
+ */
+export function adminRecordOf(action: AdminAction): AuditRecord {
+  const done = action.outcome === 'done';
+  const input: AuditRecordInput = {
+    kind: 'admin',
+    event: `admin/services/${action.action}`,
+    phase: 'request',
+    method: action.method,
+    decision: done ? 'allowed' : 'denied',
+    status: done ? 'success' : 'validation_failed',
+    durationMs: action.durationMs,
+    abortReasons:
+      action.reason === undefined
+        ? []
+        : [
+            {
+              interceptor: ADMIN_API_NAME,
+              reason: action.reason,
+              type: 'validation',
+              phase: 'request',
+            },
+          ],
+  };
+  if (action.service !== undefined) input.target = action.service;
+  if (action.operator) input.principal = auditPrincipalOf(action.operator);
+  return createAuditRecord(input);
+}
+
+/**
+ * Most refused admin attempts recorded a minute: a client hammering the admin API with bad
+ * tokens must not flood the audit store. Past it they are counted and logged.
+ */
+export const ADMIN_REFUSALS_PER_MINUTE = 60;
 
 /** How often a run of dropped records is logged (once, then at most this often). */
 export const DROPPED_RECORD_LOG_INTERVAL_MS = 60_000;
@@ -86,23 +131,47 @@ export function createAuditObserver(
   sink: AuditSink,
   log?: Pick<Logger, 'warn'>,
   now: () => number = () => performance.now(),
-): ChainObserver {
+): ChainObserver & { adminAction(action: AdminAction): void } {
   const dropped = logThrottle(DROPPED_RECORD_LOG_INTERVAL_MS, now);
+  const unrecorded = logThrottle(DROPPED_RECORD_LOG_INTERVAL_MS, now);
+  let windowStart = Number.NEGATIVE_INFINITY;
+  let refusals = 0;
+  const enqueue = (build: () => AuditRecord) => {
+    try {
+      sink.enqueue(build());
+    } catch (error) {
+      if (dropped.due() && log) {
+        // The error's kind and its first words, never the execution (client text).
+        const reason =
+          error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : 'unknown';
+        log.warn(
+          { dropped: dropped.count, reason },
+          'audit record dropped: it could not be built or queued',
+        );
+      }
+    }
+  };
   return {
     chainExecuted(execution) {
-      try {
-        sink.enqueue(auditRecordOf(execution));
-      } catch (error) {
-        if (dropped.due() && log) {
-          // The error's kind and its first words, never the execution (client text).
-          const reason =
-            error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : 'unknown';
-          log.warn(
-            { dropped: dropped.count, reason },
-            'audit record dropped: it could not be built or queued',
-          );
+      enqueue(() => auditRecordOf(execution));
+    },
+    adminAction(action) {
+      if (action.outcome === 'refused') {
+        const at = now();
+        if (at - windowStart >= 60_000) {
+          windowStart = at;
+          refusals = 0;
+        }
+        if (++refusals > ADMIN_REFUSALS_PER_MINUTE) {
+          if (unrecorded.due() && log)
+            log.warn(
+              { unrecorded: unrecorded.count, perMinute: ADMIN_REFUSALS_PER_MINUTE },
+              'refused admin API attempts beyond the bound are not audited',
+            );
+          return;
         }
       }
+      enqueue(() => adminRecordOf(action));
     },
   };
 }

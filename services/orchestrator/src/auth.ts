@@ -151,13 +151,27 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   }
 }
 
-/** Decides whether a request may use the admin API: undefined to admit, else why not. */
+/**
+ * Who is using the admin API: the principal of an admitted request (the operator), or why
+ * a request is refused.
+ */
+export type AdminVerdict = { operator: Principal } | { refused: AuthError };
+
+/** Decides whether a request may use the admin API, and as whom. */
 export type AdminAuthorizer = (
   authorization: string | undefined,
   resource?: string,
-) => Promise<AuthError | undefined>;
+) => Promise<AdminVerdict>;
 
 const ADMIN_TOKEN_REQUIRED = 'a valid admin bearer token is required';
+
+/**
+ * The operator of a request admitted by FLEET_ADMIN_TOKEN: the credential, not a person
+ * (everyone who holds the token is this operator).
+ */
+export const ADMIN_TOKEN_OPERATOR: Principal = { type: 'service', id: 'FLEET_ADMIN_TOKEN' };
+/** The operator of an admin API that checks nothing (neither token nor admin scopes set). */
+export const OPEN_ADMIN_OPERATOR: Principal = { type: 'anonymous' };
 
 /** The scopes that admit a JWT to the admin API (`auth.adminScopes`), if any. */
 export function adminScopesOf(config: AuthConfig): readonly string[] | undefined {
@@ -165,10 +179,11 @@ export function adminScopesOf(config: AuthConfig): readonly string[] | undefined
 }
 
 /**
- * Who may use the admin API: the holder of `adminToken` (FLEET_ADMIN_TOKEN) and, with jwt
- * auth and `auth.adminScopes`, the bearer of a JWT that `authenticator` (the ingress's: one
- * key set) accepts with all of them. With neither configured, everyone (DESIGN.md §3 asks
- * for the token only when it is set).
+ * Who may use the admin API: the holder of `adminToken` (FLEET_ADMIN_TOKEN, operator
+ * {@link ADMIN_TOKEN_OPERATOR}) and, with jwt auth and `auth.adminScopes`, the bearer of a
+ * JWT that `authenticator` (the ingress's: one key set) accepts with all of them (operator:
+ * the token's principal, its `sub`). With neither configured, everyone (DESIGN.md §3 asks
+ * for the token only when it is set; operator {@link OPEN_ADMIN_OPERATOR}).
  */
 export function createAdminAuthorizer(
   config: AuthConfig,
@@ -177,21 +192,28 @@ export function createAdminAuthorizer(
 ): AdminAuthorizer {
   const token = adminToken === '' ? undefined : adminToken;
   const scopes = adminScopesOf(config);
-  if (token === undefined && scopes === undefined) return async () => undefined;
+  if (token === undefined && scopes === undefined)
+    return async () => ({ operator: OPEN_ADMIN_OPERATOR });
   return async (authorization, resource) => {
-    if (token !== undefined && bearerMatches(authorization, token)) return undefined;
+    if (token !== undefined && bearerMatches(authorization, token))
+      return { operator: ADMIN_TOKEN_OPERATOR };
     if (scopes === undefined)
-      return new AuthError(
-        bearer(authorization) === undefined ? 'missing' : 'invalid_token',
-        ADMIN_TOKEN_REQUIRED,
-      );
+      return {
+        refused: new AuthError(
+          bearer(authorization) === undefined ? 'missing' : 'invalid_token',
+          ADMIN_TOKEN_REQUIRED,
+        ),
+      };
     try {
-      await authenticator.authenticate(authorization, resource, scopes);
-      return undefined;
+      const { principal } = await authenticator.authenticate(authorization, resource, scopes);
+      return { operator: principal };
     } catch (error) {
-      return error instanceof AuthError
-        ? error
-        : new AuthError('invalid_token', ADMIN_TOKEN_REQUIRED, { cause: error });
+      return {
+        refused:
+          error instanceof AuthError
+            ? error
+            : new AuthError('invalid_token', ADMIN_TOKEN_REQUIRED, { cause: error }),
+      };
     }
   };
 }

@@ -102,13 +102,15 @@ const producer = config.audit.enabled
 // Read from the producer's counters at each /metrics scrape: nothing per record.
 if (producer) registerAuditMetrics(telemetry.meter, { producer });
 
+const auditObserver = producer ? createAuditObserver(producer, log) : undefined;
 const orchestrator = createOrchestrator({
   config,
   log,
   redis,
   subscriber,
   adminToken: env.FLEET_ADMIN_TOKEN || undefined,
-  observer: producer ? createAuditObserver(producer, log) : undefined,
+  observer: auditObserver,
+  onAdminAction: auditObserver && ((action) => auditObserver.adminAction(action)),
   metricsHandler: telemetry.metricsHandler,
 });
 let stopListening: () => Promise<void> = async () => undefined;

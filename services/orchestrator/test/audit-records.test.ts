@@ -5,23 +5,20 @@
  * durations, abort reasons, target, backend and principal — and no argument value anywhere.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  type AuditProducer,
-  type AuditRecord,
-  createAuditProducer,
-  parseAuditRecord,
-} from '@fleet/audit';
 import { allow, defineValidator, deny } from '@fleet/interceptor-kit';
-import { deleteKeys, startHttpBackend } from '@fleet/test-fixtures';
+import { startHttpBackend } from '@fleet/test-fixtures';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createAuditObserver, DROPPED_RECORD_LOG_INTERVAL_MS } from '../src/audit.ts';
-import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+import {
+  connectClient,
+  defer,
+  serveInterceptors,
+  startAuditQueue,
+  startGateway,
+  textOf,
+} from './harness.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const TOKEN = 'audit-test-token-123';
@@ -69,24 +66,9 @@ function newTraceId(): string {
 
 describe('audit records in the queue', () => {
   it('writes one record per chain phase with decisions, reasons, timings and no payloads', async () => {
-    const queueName = `audit-${randomUUID()}`;
-    const bullPrefix = `test-audit-${randomUUID()}`;
-    const dir = mkdtempSync(join(tmpdir(), 'fleet-audit-'));
+    const { producer, prefix: bullPrefix, records: queued } = await startAuditQueue();
     const redis = new Redis(REDIS_URL);
-    defer(async () => {
-      await deleteKeys(redis, `${bullPrefix}:*`);
-      redis.disconnect();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const producer: AuditProducer = createAuditProducer({
-      connection: REDIS_URL,
-      queue: queueName,
-      prefix: bullPrefix,
-      journalPath: join(dir, 'journal.ndjson'),
-      batchJobs: true,
-      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    });
-    defer(() => producer.close());
+    defer(async () => redis.disconnect());
 
     const backend = await startHttpBackend({ name: 'fx' });
     defer(() => backend.close());
@@ -123,30 +105,8 @@ auth:
     const failed = await call('throw', { message: `backend says ${MARKER}` });
     expect('error' in failed.outcome && failed.outcome.error).toBeInstanceOf(McpError);
 
-    await producer.flush();
+    const records = await queued();
     expect(producer.metrics()).toMatchObject({ dropped: 0, rejected: 0, journaled: 0 });
-    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const queue = new Queue(queueName, { connection, prefix: bullPrefix });
-    let records: AuditRecord[];
-    try {
-      const jobs = await queue.getJobs(
-        ['wait', 'active', 'delayed', 'prioritized', 'completed', 'failed'],
-        0,
-        -1,
-        true,
-      );
-      // The orchestrator writes batch jobs ({records}); the worker's parse must accept each record.
-      records = jobs
-        .sort((a, b) => Number(a.timestamp) - Number(b.timestamp))
-        .flatMap((job) =>
-          ((job.data as { records?: unknown[] }).records ?? [job.data]).map((r) =>
-            parseAuditRecord(r),
-          ),
-        );
-    } finally {
-      await queue.close();
-      connection.disconnect();
-    }
     const byTrace = (traceId: string) =>
       records.filter((r) => r.traceId === traceId).sort((a, b) => a.id.localeCompare(b.id));
 

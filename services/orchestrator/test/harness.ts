@@ -1,8 +1,17 @@
 /** Test harness: a real orchestrator on 127.0.0.1:0 with real Redis, real clients, cleanup. */
 
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type AuditProducer,
+  type AuditRecord,
+  createAuditProducer,
+  parseAuditRecord,
+} from '@fleet/audit';
 import {
   allow,
   createInterceptorHost,
@@ -16,8 +25,10 @@ import { defer } from '@fleet/interceptor-kit/testing';
 import { deleteKeys, startHttpBackend } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
+  type AdminAction,
   type ChainExecution,
   type ChainObserver,
   createOrchestrator,
@@ -28,6 +39,9 @@ import {
 } from '../src/app.ts';
 
 export { defer };
+
+/** The local Redis the tests use. */
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** A running orchestrator. */
 export interface TestGateway {
@@ -47,6 +61,8 @@ export interface StartGatewayOptions {
   adminToken?: string;
   /** Also receives every chain execution (e.g. the real audit observer). */
   observer?: ChainObserver;
+  /** Told of every admin API change and refused attempt. */
+  onAdminAction?: (action: AdminAction) => void;
   /** The orchestrator's logger (default: silent). */
   log?: Logger;
 }
@@ -72,6 +88,7 @@ export async function startGateway(
     redis,
     subscriber,
     adminToken: options.adminToken,
+    onAdminAction: options.onAdminAction,
     observer: {
       chainExecuted: (e) => {
         executions.push(e);
@@ -201,4 +218,63 @@ export async function listenLoopback(server: Server): Promise<string> {
       }),
   );
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A real audit producer on a BullMQ queue of its own, and what reached that queue. */
+export interface TestAuditQueue {
+  producer: AuditProducer;
+  /** The queue's key prefix in Redis (everything the producer stored is under it). */
+  prefix: string;
+  /** Flush the producer, then every record in the queue, oldest job first, parsed as the worker parses them. */
+  records(): Promise<AuditRecord[]>;
+}
+
+/** Start a {@link TestAuditQueue} on the local Redis; removed (keys, journal) after the test. */
+export async function startAuditQueue(): Promise<TestAuditQueue> {
+  const queueName = `audit-${randomUUID()}`;
+  const prefix = `test-audit-${randomUUID()}`;
+  const dir = mkdtempSync(join(tmpdir(), 'fleet-audit-'));
+  const producer = createAuditProducer({
+    connection: REDIS_URL,
+    queue: queueName,
+    prefix,
+    journalPath: join(dir, 'journal.ndjson'),
+    batchJobs: true,
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+  });
+  defer(async () => {
+    await producer.close();
+    const redis = new Redis(REDIS_URL);
+    await deleteKeys(redis, `${prefix}:*`);
+    redis.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    producer,
+    prefix,
+    async records() {
+      await producer.flush();
+      const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+      const queue = new Queue(queueName, { connection, prefix });
+      try {
+        const jobs = await queue.getJobs(
+          ['wait', 'active', 'delayed', 'prioritized', 'completed', 'failed'],
+          0,
+          -1,
+          true,
+        );
+        // The orchestrator writes batch jobs ({records}); the worker's parse must accept each.
+        return jobs
+          .sort((a, b) => Number(a.timestamp) - Number(b.timestamp))
+          .flatMap((job) =>
+            ((job.data as { records?: unknown[] }).records ?? [job.data]).map((r) =>
+              parseAuditRecord(r),
+            ),
+          );
+      } finally {
+        await queue.close();
+        connection.disconnect();
+      }
+    },
+  };
 }

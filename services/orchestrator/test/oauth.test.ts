@@ -17,12 +17,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
+import type { AdminAction } from '../src/app.ts';
 import { parseConfig } from '../src/config.ts';
 import {
   connectClient,
   defer,
   gatewayRecordingPrincipals,
   listenLoopback,
+  type StartGatewayOptions,
   startGateway,
   textOf,
 } from './harness.ts';
@@ -116,7 +118,7 @@ async function startAuthorizationServer() {
   return { issuer, requests };
 }
 
-async function setup(authExtra = '', options: { adminToken?: string } = {}) {
+async function setup(authExtra = '', options: StartGatewayOptions = {}) {
   const as = await startAuthorizationServer();
   const { gateway, principals } = await gatewayRecordingPrincipals(
     `{mode: jwt, issuer: "${as.issuer}", jwksUrl: "${as.issuer}/jwks"${authExtra}}`,
@@ -311,7 +313,10 @@ auth: {mode: tokens, tokens: [{token: "a-long-static-token", principal: {id: ci}
   });
 
   it('admits admin-scoped JWTs to the admin API when auth.adminScopes is set', async () => {
-    const { as, gateway } = await setup(', scopes: [mcp:tools], adminScopes: ["fleet:admin"]');
+    const actions: AdminAction[] = [];
+    const { as, gateway } = await setup(', scopes: [mcp:tools], adminScopes: ["fleet:admin"]', {
+      onAdminAction: (action) => actions.push(action),
+    });
     const services = (authorization?: string) =>
       fetch(`${gateway.base}/admin/services`, {
         headers: authorization === undefined ? {} : { authorization },
@@ -341,6 +346,20 @@ auth: {mode: tokens, tokens: [{token: "a-long-static-token", principal: {id: ci}
     expect(await listed.json()).toMatchObject({ services: expect.any(Array) });
     // …and an admin JWT is no MCP token unless it has the MCP scopes too.
     expect((await initialize(gateway.mcpUrl, `Bearer ${operator}`)).status).toBe(403);
+
+    // A change is audited as the token's subject; the client's refused attempt with no one.
+    const [service] = gateway.orchestrator.registry.list();
+    const refresh = (token: string) =>
+      fetch(`${gateway.base}/admin/services/${service?.id}/refresh`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      });
+    expect((await refresh(operator)).status).toBe(200);
+    expect((await refresh(client)).status).toBe(403);
+    expect(actions.map((a) => [a.action, a.outcome, a.operator?.id, a.reason])).toEqual([
+      ['refresh', 'done', CLIENT_ID, undefined],
+      ['refresh', 'refused', undefined, 'the bearer token lacks the scope "fleet:admin"'],
+    ]);
   });
 
   it('keeps FLEET_ADMIN_TOKEN working beside admin JWTs, and plain without adminScopes', async () => {

@@ -213,6 +213,38 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     }
   });
 
+  it('puts changes made through the admin API in the audit trail, as kind admin', async () => {
+    const { services } = (await (await fetch(`${fleet.adminUrl}/services`)).json()) as {
+      services: Array<{ id: string; url: string }>;
+    };
+    const pii = services.find((s) => s.url.startsWith(fleet.urls['pii-redactor']));
+    expect(pii).toBeDefined();
+    const refreshed = await fetch(`${fleet.adminUrl}/services/${pii?.id}/refresh`, {
+      method: 'POST',
+    });
+    expect(refreshed.status).toBe(200);
+    // The orchestrator's producer → BullMQ → the audit worker → PostgreSQL → the audit API.
+    const deadline = Date.now() + 20_000;
+    let records: Array<Record<string, unknown>> = [];
+    while (records.length === 0 && Date.now() < deadline) {
+      const res = await fetch(`${fleet.urls['audit-logger']}/api/audit/records?kind=admin`);
+      if (res.ok) records = ((await res.json()) as { records: typeof records }).records;
+      if (records.length === 0) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(records).toEqual([
+      expect.objectContaining({
+        kind: 'admin',
+        event: 'admin/services/refresh',
+        method: 'POST /admin/services/{id}/refresh',
+        target: pii?.id,
+        // This fleet's admin API is open (no FLEET_ADMIN_TOKEN): no one in particular.
+        principal: { type: 'anonymous' },
+        decision: 'allowed',
+        status: 'success',
+      }),
+    ]);
+  });
+
   it('shows the trail with `fleet audit query` and `fleet audit trace`', async () => {
     const bob = await connect('bob-e2e-token-123');
     const traceId = randomBytes(16).toString('hex');
