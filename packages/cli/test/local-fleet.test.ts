@@ -4,13 +4,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@fleet/test-fixtures';
+import { freePort, sourceCommand } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import { describeFleet } from '../src/commands/up.ts';
 import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
 import { fleetCommandLine } from '../src/hints.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
-import { defer, fleet, jsonServer, REPO_ROOT } from './helpers.ts';
+import { defer, fleet, jsonServer, REPO_ROOT, runChild } from './helpers.ts';
 
 /** A live process standing in for a running `fleet up`; killed after the test. */
 function liveProcess(): number {
@@ -117,6 +117,57 @@ describe('local fleet start-up checks', () => {
     // The refusal comes before any word of starting.
     expect(run.stdout).toBe('');
   });
+});
+
+/**
+ * `fleet argv` as a real process, killed after 20 s: a CLI stuck in a synchronous call (Node
+ * 20's recursive mkdir under /proc never returns) cannot be run in process.
+ */
+function fleetProcess(argv: readonly string[]) {
+  const { command, args } = sourceCommand(join(REPO_ROOT, 'packages/cli/src/main.ts'), argv);
+  return runChild(command, args, {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '' },
+    timeoutMs: 20_000,
+  });
+}
+
+describe('a --state-dir that cannot be created (under /proc)', () => {
+  // As root access(2) allows it; mkdir says ENOENT (or, for others, EACCES).
+  const refusal = (tail: string) =>
+    new RegExp(
+      `^error: the state directory /proc/fleet-x cannot be created \\(E[A-Z]+: [^)]*, mkdir '/proc/fleet-x'\\): ${tail}\n$`,
+    );
+
+  it.each([
+    ['fleet up', ['up', '--port', '0']],
+    ['fleet demo starting a fleet of its own', ['demo', '--orchestrator', 'http://127.0.0.1:1']],
+  ])(
+    '%s names it and the cause at once (exit 1)',
+    async (_, argv) => {
+      const run = await fleetProcess([...argv, '--state-dir', '/proc/fleet-x']);
+      expect(run.signal).toBeNull();
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(refusal('pass another --state-dir'));
+      expect(run.stdout).toBe('');
+    },
+    30_000,
+  );
+
+  it('fleet stdio names it and the cause before starting a session (exit 1)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+    const config = join(dir, 'fleet.yaml');
+    writeFileSync(config, 'backends: []\n');
+    const run = await fleetProcess(['stdio', '--state-dir', '/proc/fleet-x', '--config', config]);
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      refusal(
+        "the session's audit journal goes there; pass another --state-dir, or set AUDIT_JOURNAL",
+      ),
+    );
+    expect(run.stdout).toBe('');
+  }, 30_000);
 });
 
 describe('a second fleet on the state directory of a running one', () => {

@@ -17,7 +17,7 @@ import { journalHolder, processAlive } from '@fleet/audit/lock';
 import type { Command } from 'commander';
 import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { entry, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
+import { entry, makeDirectory, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
 import { shellWord } from '../hints.ts';
 
 /** Most concurrent stdio sessions that get a journal of their own. */
@@ -121,6 +121,19 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       if (!env.FLEET_TOKEN && state?.fleetToken) env.FLEET_TOKEN = state.fleetToken;
       // The fleet's own queue, where its audit worker reads (an explicit AUDIT_QUEUE wins).
       if (!env.AUDIT_QUEUE && state?.auditQueue) env.AUDIT_QUEUE = state.auditQueue;
+      if (!env.AUDIT_JOURNAL) {
+        // Here, not by the orchestrator's `mkdir -p` of the journal's directory, which Node 20
+        // never finishes where a level cannot be created (under /proc).
+        try {
+          makeDirectory(stateDir);
+        } catch (error) {
+          throw new CliError(
+            'FLEET_UNAVAILABLE',
+            `the state directory ${stateDir} cannot be created (${(error as Error).message}): the session's audit journal goes there; pass another --state-dir, or set AUDIT_JOURNAL`,
+            { cause: error },
+          );
+        }
+      }
       const journal = env.AUDIT_JOURNAL ? undefined : claimJournal(stateDir);
       if (journal) env.AUDIT_JOURNAL = journal.path;
       const child = spawn(process.execPath, [...nodeArgs('orchestrator'), '--stdio'], {

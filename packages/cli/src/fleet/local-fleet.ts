@@ -14,6 +14,7 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
+  rmdirSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -243,10 +244,42 @@ export function checkPortFree(port: number): Promise<string | undefined> {
 }
 
 /**
- * Why the fleet cannot keep its state in `stateDir` (created when missing), or undefined:
- * it, or the nearest of its parents that exists, is not a writable directory.
+ * Create `dir` and those of its parents that are missing, one level at a time, never with
+ * `mkdir -p`: Node 20's recursive mkdir never returns where a level cannot be created but its
+ * parent exists (under /proc it spins on ENOENT). Returns the levels it created, outermost
+ * first.
+ * @throws the error of the mkdir that failed, after removing the levels created before it.
  */
-function checkStateDir(stateDir: string): string | undefined {
+export function makeDirectory(dir: string): string[] {
+  const missing: string[] = [];
+  for (let level = dir; !existsSync(level) && dirname(level) !== level; level = dirname(level))
+    missing.unshift(level);
+  const created: string[] = [];
+  try {
+    for (const level of missing) {
+      mkdirSync(level);
+      created.push(level);
+    }
+  } catch (error) {
+    for (const level of created.reverse()) rmdirSync(level);
+    throw error;
+  }
+  return created;
+}
+
+/** Why the state directory cannot be used, and the error behind it when there is one. */
+interface StateDirProblem {
+  message: string;
+  cause?: unknown;
+}
+
+/**
+ * Why the fleet cannot keep its state in `stateDir` (created when missing), or undefined: it,
+ * or the nearest of its parents that exists, is not a writable directory, or its `logs`
+ * directory cannot be created there. That last check creates what is missing and removes it
+ * again: access(2) grants root everything, and /proc refuses a new directory whatever it grants.
+ */
+function checkStateDir(stateDir: string): StateDirProblem | undefined {
   let existing = stateDir;
   while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing);
   const problem = !statSync(existing).isDirectory()
@@ -254,9 +287,21 @@ function checkStateDir(stateDir: string): string | undefined {
     : !isWritable(existing)
       ? 'is not writable'
       : undefined;
-  if (problem === undefined) return undefined;
-  const which = existing === stateDir ? '' : ` cannot be created: ${existing}`;
-  return `the state directory ${stateDir}${which} ${problem}: pass another --state-dir`;
+  const fix = ': pass another --state-dir';
+  if (problem !== undefined) {
+    const which = existing === stateDir ? '' : ` cannot be created: ${existing}`;
+    return { message: `the state directory ${stateDir}${which} ${problem}${fix}` };
+  }
+  try {
+    for (const level of makeDirectory(join(stateDir, 'logs')).reverse()) rmdirSync(level);
+  } catch (error) {
+    const which = existing === stateDir ? 'is not writable' : 'cannot be created';
+    return {
+      message: `the state directory ${stateDir} ${which} (${(error as Error).message})${fix}`,
+      cause: error,
+    };
+  }
+  return undefined;
 }
 
 function isWritable(path: string): boolean {
@@ -361,7 +406,10 @@ export async function checkFleetCanStart(
   const { env, stateDir, configPath, port = 8080 } = options;
   assertNoLiveFleet(stateDir);
   const stateDirProblem = checkStateDir(stateDir);
-  if (stateDirProblem) throw new CliError('FLEET_UNAVAILABLE', stateDirProblem);
+  if (stateDirProblem)
+    throw new CliError('FLEET_UNAVAILABLE', stateDirProblem.message, {
+      cause: stateDirProblem.cause,
+    });
   if (configPath !== undefined && !existsSync(configPath))
     throw new CliError(
       'FLEET_UNAVAILABLE',
@@ -396,7 +444,15 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   await checkFleetCanStart(options);
   const port = options.port ?? 8080;
   const redisUrl = env.REDIS_URL || DEFAULT_REDIS_URL;
-  mkdirSync(join(stateDir, 'logs'), { recursive: true });
+  try {
+    makeDirectory(join(stateDir, 'logs'));
+  } catch (error) {
+    throw new CliError(
+      'FLEET_UNAVAILABLE',
+      `the state directory ${stateDir} cannot be used (${(error as Error).message}): pass another --state-dir`,
+      { cause: error },
+    );
+  }
   const fleetToken = randomBytes(24).toString('base64url');
   const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
   // One id per fleet: its registry prefix and audit queue, apart from other fleets on the Redis.
