@@ -57,6 +57,8 @@ describe('FLEET_NAMES', () => {
         'fleet.audit.outcome',
         'fleet.audit.reason',
         'fleet.audit.job.state',
+        'fleet.pins.drift.kind',
+        'fleet.pins.action',
       ]),
     );
     expect(METRIC).toEqual({
@@ -75,6 +77,10 @@ describe('FLEET_NAMES', () => {
       AUDIT_WORKER_PENDING: 'fleet.audit.worker.pending',
       AUDIT_WORKER_STORE_UNAVAILABLE: 'fleet.audit.worker.store_unavailable',
       AUDIT_QUEUE_JOBS: 'fleet.audit.queue.jobs',
+      PINS_DRIFT_DETECTIONS: 'fleet.pins.drift.detections',
+      PINS_DRIFTED_TOOLS: 'fleet.pins.drifted_tools',
+      PINS_PINNED_TOOLS: 'fleet.pins.pinned_tools',
+      PINS_UNPINNED: 'fleet.pins.unpinned',
     });
     expect(QUEUE.AUDIT).toBe('fleet-audit');
   });

@@ -109,6 +109,18 @@ export const FLEET_NAMES = {
     MESSAGING_DESTINATION_NAME: 'messaging.destination.name',
     /** `send` | `process` (semconv). */
     MESSAGING_OPERATION_TYPE: 'messaging.operation.type',
+    /**
+     * What a recorded tool drift was, on `fleet.pins.drift.detections`: `new` (a pinned tool's
+     * definition differs for the first time) or `changed` (a known drift's definition changed
+     * again).
+     */
+    FLEET_PINS_DRIFT_KIND: 'fleet.pins.drift.kind',
+    /**
+     * What became of a tool the full pin store could not pin, on `fleet.pins.unpinned`:
+     * `hidden` (removed from a `tools/list`), `refused` (a call denied), `passed` (let through
+     * unverified: `pinning.failOpen`).
+     */
+    FLEET_PINS_ACTION: 'fleet.pins.action',
     /** Kind of a garbage collection: `minor` `major` `incremental` `weakcb` (semconv). */
     V8JS_GC_TYPE: 'v8js.gc.type',
     /** V8 heap space, e.g. `old_space`, `new_space`; the set is fixed by the V8 version (semconv). */
@@ -166,6 +178,24 @@ export const FLEET_NAMES = {
      * the worker side at most every few seconds. The same for every process on the queue.
      */
     AUDIT_QUEUE_JOBS: 'fleet.audit.queue.jobs',
+    /**
+     * Counter ({drift}): tool drifts the policy-validator process recorded (a `tools/list`
+     * showed a pinned tool with another definition), by `fleet.pins.drift.kind`. Never by
+     * tool: tool names are chosen by backends, unbounded.
+     */
+    PINS_DRIFT_DETECTIONS: 'fleet.pins.drift.detections',
+    /**
+     * Gauge ({tool}): tools with an unapproved drift (hidden and refused) in the shared pin
+     * store, read from Redis at collection. The same for every policy-validator replica.
+     */
+    PINS_DRIFTED_TOOLS: 'fleet.pins.drifted_tools',
+    /** Gauge ({tool}): tools pinned in the shared pin store, read from Redis at collection. */
+    PINS_PINNED_TOOLS: 'fleet.pins.pinned_tools',
+    /**
+     * Counter ({tool}): never-seen tools the full pin store could not pin, each time one was
+     * listed or called, by `fleet.pins.action`.
+     */
+    PINS_UNPINNED: 'fleet.pins.unpinned',
   },
   /**
    * Node.js runtime and process metrics, observed by every service started with

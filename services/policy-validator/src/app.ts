@@ -15,7 +15,13 @@ import {
   requireBearer,
 } from '@fleet/interceptor-kit';
 import { createPolicyInterceptors, type RateLimiter } from './interceptors.ts';
-import type { ApproveOutcome, PinStore } from './pinning.ts';
+import {
+  NO_PIN_METRICS,
+  type PinMetrics,
+  type PinMetricsMeter,
+  registerPinMetrics,
+} from './pin-metrics.ts';
+import type { ApproveOutcome, PinStore, UnpinnedAction } from './pinning.ts';
 import type { PolicySource } from './policy-source.ts';
 
 export {
@@ -24,13 +30,28 @@ export {
   type RateLimiter,
 } from './interceptors.ts';
 export {
+  DEFAULT_PIN_COUNTS_TIMEOUT_MS,
+  type PinMetricSources,
+  type PinMetrics,
+  type PinMetricsMeter,
+  type PinMetricsOptions,
+  registerPinMetrics,
+} from './pin-metrics.ts';
+export {
   type ApproveOutcome,
+  DEFAULT_PIN_MAX_TOOLS,
+  type DriftKind,
   type PinCheck,
+  type PinCounts,
   type PinStore,
+  type PinVerdict,
+  type RecordedDrift,
   RedisPinStore,
+  type RedisPinStoreOptions,
   type ToolDrift,
   type ToolPin,
   toolDigest,
+  type UnpinnedAction,
 } from './pinning.ts';
 export { createPolicySource, type PolicySource } from './policy-source.ts';
 export { RedisRateLimiter } from './rate-limit.ts';
@@ -45,6 +66,11 @@ export interface PolicyValidatorDeps {
   /** Bearer token required on `/mcp`, `/policy` and `/policy/pins` (FLEET_TOKEN). */
   token?: string | undefined;
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /**
+   * The meter the tool pinning metrics are registered on, once per app (drifts, pins, tools
+   * the full store could not pin); without one they are not recorded.
+   */
+  meter?: PinMetricsMeter | undefined;
   /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
   onInvoked?: ((event: InvokedEvent) => void) | undefined;
 }
@@ -59,6 +85,45 @@ export interface PolicyValidatorApp extends InterceptorHttpApp {
 /** The express app and response of the kit's HTTP front (the service does not depend on express). */
 type Express = Parameters<NonNullable<InterceptorHttpOptions['extend']>>[0];
 type Response = Parameters<ReturnType<typeof requireBearer>>[1];
+
+/** Longest a tool name is written to a log line: backends choose names of any length. */
+const LOGGED_TOOL_NAME_MAX = 128;
+/** At most one "pin store full" warning per this period; the metric counts every tool. */
+const STORE_FULL_WARN_INTERVAL_MS = 60_000;
+
+/** `tool` as a log line shows it: cut to {@link LOGGED_TOOL_NAME_MAX} characters, saying so. */
+function loggedToolName(tool: string): string {
+  if (tool.length <= LOGGED_TOOL_NAME_MAX) return tool;
+  let end = LOGGED_TOOL_NAME_MAX;
+  // Not half a surrogate pair.
+  const last = tool.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${tool.slice(0, end)}… (${tool.length} characters)`;
+}
+
+/**
+ * Counts the tools the full pin store could not pin and warns about them at most once per
+ * {@link STORE_FULL_WARN_INTERVAL_MS} (a backend listing many new names would otherwise write
+ * a line per list), with how many were seen since the previous warning.
+ */
+function storeFullReporter(log: Logger, metrics: PinMetrics, maxTools: number | undefined) {
+  let warnedAt: number | undefined;
+  let since = 0;
+  return (tools: readonly string[], action: UnpinnedAction) => {
+    metrics.countUnpinned(tools.length, action);
+    since += tools.length;
+    const now = Date.now();
+    if (warnedAt !== undefined && now - warnedAt < STORE_FULL_WARN_INTERVAL_MS) return;
+    warnedAt = now;
+    log.warn(
+      { maxTools, action, unpinned: since, example: loggedToolName(tools[0] ?? '') },
+      action === 'passed'
+        ? 'tool pin store full: never-seen tools pass unpinned and unverified (pinning.failOpen); raise PINNING_MAX_TOOLS or remove stale pins'
+        : 'tool pin store full: never-seen tools are hidden and refused (fail closed); raise PINNING_MAX_TOOLS or remove stale pins',
+    );
+    since = 0;
+  };
+}
 
 /** `{error: {code, message}}`, the body of every error of the service's own endpoints. */
 function sendError(res: Response, status: number, code: string, message: string): void {
@@ -113,7 +178,10 @@ function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
           `tool "${tool}" changed again: its seen definition is now ${outcome.seen}`,
         );
       case 'approved':
-        deps.log.info({ tool, digest: outcome.pin.digest }, 'tool definition approved and pinned');
+        deps.log.info(
+          { tool: loggedToolName(tool), digest: outcome.pin.digest },
+          'tool definition approved and pinned',
+        );
         res.json(outcome.pin);
     }
   });
@@ -123,6 +191,16 @@ const DIGEST = /^[0-9a-f]{64}$/;
 
 /** Build the service. */
 export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValidatorApp {
+  const { pins } = deps;
+  // Once per app, not per build: instruments and the warning's throttle outlive reloads.
+  const pinMetrics =
+    deps.meter && pins
+      ? registerPinMetrics(deps.meter, {
+          counts: () => pins.counts(),
+          enabled: () => deps.source.current().pinning.enabled,
+        })
+      : NO_PIN_METRICS;
+  const onUnpinned = storeFullReporter(deps.log, pinMetrics, pins?.maxTools);
   const build = () =>
     createInterceptorHost(
       createPolicyInterceptors({
@@ -135,18 +213,21 @@ export function createPolicyValidatorApp(deps: PolicyValidatorDeps): PolicyValid
               ? 'rate limit store unavailable; allowing (failOpen)'
               : 'rate limit store unavailable; denying (fail closed)',
           ),
-        pins: deps.pins,
-        // Digests and the tool name only: a poisoned description never reaches the logs.
-        onDrift: (drift) =>
+        pins,
+        // Digests and the (cut) tool name only: a poisoned description never reaches the logs.
+        onDrift: (drift) => {
+          pinMetrics.countDrift(drift.kind);
           deps.log.warn(
             {
-              tool: drift.tool,
+              tool: loggedToolName(drift.tool),
               pinned: drift.pinned,
               seen: drift.seen,
               firstSeen: drift.firstSeen,
             },
             'tool definition drifted from its pin; hidden and refused until approved',
-          ),
+          );
+        },
+        onUnpinned,
         onPinStoreError: (error, failedOpen) =>
           deps.log.warn(
             { err: String(error), failedOpen },

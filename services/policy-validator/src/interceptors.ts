@@ -3,7 +3,9 @@
  * the policy's events) decides each call and enforces its rate limits; `tool-filter`
  * (mutation, response phase on the list methods) hides what the principal could never use.
  * With `pinning` enabled, `tool-filter` also pins each tool's first definition and hides a tool
- * whose definition drifted, and `policy-validator` refuses calls to it until it is approved.
+ * whose definition drifted, and `policy-validator` refuses calls to it until it is approved. A
+ * tool the full pin store cannot pin is unverifiable: `pinning.failOpen` decides (hidden and
+ * refused when false, passed when true).
  */
 
 import { matchesEvent } from '@fleet/core';
@@ -24,7 +26,14 @@ import {
   matchRateLimits,
   policyInputOf,
 } from '@fleet/policy';
-import { type PinStore, type ToolDrift, toolDigest } from './pinning.ts';
+import {
+  type PinStore,
+  type PinVerdict,
+  type RecordedDrift,
+  type ToolDrift,
+  toolDigest,
+  type UnpinnedAction,
+} from './pinning.ts';
 import type { RateLimitDecision } from './rate-limit.ts';
 
 /** Most list answers the Cedar filter cache holds. */
@@ -48,7 +57,12 @@ export interface PolicyInterceptorDeps {
   /** Tool pins (used when the policy enables `pinning`; without a store pinning is off). */
   pins?: PinStore | undefined;
   /** Told of each drift a `tools/list` recorded: a new one, or a known one that changed again. */
-  onDrift?: (drift: ToolDrift) => void;
+  onDrift?: (drift: RecordedDrift) => void;
+  /**
+   * Told of the never-seen tools of a list or call that the full pin store could not pin, and
+   * what became of them: `hidden` from the list, the call `refused`, or `passed` (failOpen).
+   */
+  onUnpinned?: (tools: readonly string[], action: UnpinnedAction) => void;
   /** Told when a pin store failure was tolerated (`pinning.failOpen`) or not. */
   onPinStoreError?: (error: unknown, failedOpen: boolean) => void;
 }
@@ -70,6 +84,15 @@ function driftMessage(drift: ToolDrift): string {
     `${drift.firstSeen}; pinned sha256 ${drift.pinned}, now ${drift.seen}); calls are refused until ` +
     `an operator approves the new definition: POST /policy/pins/${encodeURIComponent(drift.tool)}/approve ` +
     'on the policy-validator'
+  );
+}
+
+/** The denial of a call to a tool the full store never pinned, when pinning fails closed. */
+function storeFullMessage(tool: string, maxTools: number): string {
+  return (
+    `tool "${tool}" is not pinned and cannot be: the tool pin store is full (${maxTools} tools) ` +
+    'and pinning is configured to fail closed; an operator can raise PINNING_MAX_TOOLS on the ' +
+    'policy-validator'
   );
 }
 
@@ -146,41 +169,60 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
   });
   async function pinDenial(policy: CompiledPolicy, tool: string | undefined) {
     if (!policy.pinning.enabled || pins === undefined || tool === undefined) return undefined;
-    let drift: ToolDrift | undefined;
+    const { failOpen } = policy.pinning;
+    let verdict: PinVerdict;
     try {
-      drift = await pins.drift(tool);
+      verdict = await pins.verify(tool);
     } catch (error) {
-      deps.onPinStoreError?.(error, policy.pinning.failOpen);
-      if (policy.pinning.failOpen) return undefined;
+      deps.onPinStoreError?.(error, failOpen);
+      if (failOpen) return undefined;
       return deny(PINS_UNAVAILABLE, { info: { pinning: 'unavailable' } });
     }
-    if (drift === undefined) return undefined;
-    return deny(driftMessage(drift), { info: { pinning: drift } });
+    switch (verdict.status) {
+      case 'ok':
+        return undefined;
+      case 'drifted':
+        return deny(driftMessage(verdict.drift), { info: { pinning: verdict.drift } });
+      case 'store-full':
+        deps.onUnpinned?.([tool], failOpen ? 'passed' : 'refused');
+        if (failOpen) return undefined;
+        return deny(storeFullMessage(tool, pins.maxTools), { info: { pinning: 'store_full' } });
+    }
   }
 
-  /** The list without its drifted tools (pinning its unseen ones), and how many were dropped. */
+  /**
+   * The list without its drifted tools (pinning its unseen ones) and, when pinning fails closed,
+   * without the tools the full store could not pin; how many of each were dropped.
+   */
   async function pinned(policy: CompiledPolicy, event: string, payload: unknown) {
-    if (!policy.pinning.enabled || pins === undefined || event !== 'tools/list') {
-      return { payload, drifted: 0 };
-    }
+    const none = { payload, drifted: 0, unpinned: 0 };
+    if (!policy.pinning.enabled || pins === undefined || event !== 'tools/list') return none;
     const list = (payload as { tools?: unknown } | null)?.tools;
-    if (!Array.isArray(list)) return { payload, drifted: 0 };
+    if (!Array.isArray(list)) return none;
+    const { failOpen } = policy.pinning;
     const tools = list.filter(isNamedTool);
-    let hidden: ReadonlySet<string>;
+    let drifted: ReadonlySet<string>;
+    let unpinned: ReadonlySet<string>;
     try {
       const check = await pins.check(tools.map((t) => ({ name: t.name, digest: toolDigest(t) })));
       for (const drift of check.drifted) deps.onDrift?.(drift);
-      hidden = check.hidden;
+      if (check.unpinned.length > 0)
+        deps.onUnpinned?.(check.unpinned, failOpen ? 'passed' : 'hidden');
+      drifted = check.hidden;
+      unpinned = failOpen ? new Set() : new Set(check.unpinned);
     } catch (error) {
-      deps.onPinStoreError?.(error, policy.pinning.failOpen);
-      if (policy.pinning.failOpen) return { payload, drifted: 0 };
+      deps.onPinStoreError?.(error, failOpen);
+      if (failOpen) return none;
       throw new PinStoreUnavailableError(PINS_UNAVAILABLE, { cause: error });
     }
-    if (hidden.size === 0) return { payload, drifted: 0 };
-    const kept = list.filter((t) => !(isNamedTool(t) && hidden.has(t.name)));
+    if (drifted.size === 0 && unpinned.size === 0) return none;
+    const kept = list.filter(
+      (t) => !(isNamedTool(t) && (drifted.has(t.name) || unpinned.has(t.name))),
+    );
     return {
       payload: { ...(payload as Record<string, unknown>), tools: kept },
-      drifted: list.length - kept.length,
+      drifted: tools.filter((t) => drifted.has(t.name)).length,
+      unpinned: tools.filter((t) => unpinned.has(t.name)).length,
     };
   }
 
@@ -197,7 +239,7 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
     handler: async (input, ctx) => {
       const principal = ctx.context.principal ?? { type: 'anonymous' as const };
       const policy = deps.policy();
-      const { payload, drifted } = await pinned(policy, ctx.event, input);
+      const { payload, drifted, unpinned } = await pinned(policy, ctx.event, input);
       let filtered: ReturnType<typeof filterListResult<unknown>> | undefined;
       if (policy.engine === 'cedar') {
         const key = `${policy.fingerprint}\u0000${ctx.event}\u0000${JSON.stringify(principal)}\u0000${JSON.stringify(payload)}`;
@@ -219,11 +261,12 @@ export function createPolicyInterceptors(deps: PolicyInterceptorDeps): Intercept
           }
         }
       } else filtered = filterListResult(policy, ctx.event, payload, principal);
-      if (drifted > 0) {
+      if (drifted > 0 || unpinned > 0) {
         return modified(filtered.result, {
           kept: filtered.kept,
           removed: filtered.removed.length,
-          drifted,
+          ...(drifted > 0 ? { drifted } : {}),
+          ...(unpinned > 0 ? { unpinned } : {}),
         });
       }
       if (filtered.removed.length === 0) return unchanged({ kept: filtered.kept });

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
- * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins), FLEET_TOKEN
- * (bearer on /mcp, /policy and /policy/pins), LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
+ * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins), PINNING_MAX_TOOLS
+ * (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and /policy/pins),
+ * LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
  */
 import { envInteger } from '@fleet/core';
 import {
@@ -17,18 +18,26 @@ import { Redis } from 'ioredis';
 import {
   createPolicySource,
   createPolicyValidatorApp,
+  DEFAULT_PIN_MAX_TOOLS,
   RedisPinStore,
   RedisRateLimiter,
 } from './app.ts';
 
 /** How long start-up waits for Redis before serving without it. */
 const REDIS_START_WAIT_MS = 5_000;
+/** Largest PINNING_MAX_TOOLS: about 200 bytes of Redis per pin, so some 200 MB. */
+const PINNING_MAX_TOOLS_LIMIT = 1_000_000;
 
 const env = process.env;
 const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
 let port = 8082;
+let maxTools = DEFAULT_PIN_MAX_TOOLS;
 try {
   port = envInteger(env, 'PORT', 8082, { max: 65_535 });
+  maxTools = envInteger(env, 'PINNING_MAX_TOOLS', DEFAULT_PIN_MAX_TOOLS, {
+    min: 1,
+    max: PINNING_MAX_TOOLS_LIMIT,
+  });
 } catch (error) {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(1);
@@ -88,10 +97,11 @@ if (!(await whenConnected(redis, REDIS_START_WAIT_MS)))
 app = createPolicyValidatorApp({
   source,
   limiter: new RedisRateLimiter(redis),
-  pins: new RedisPinStore(redis),
+  pins: new RedisPinStore(redis, { maxTools }),
   log,
   token: env.FLEET_TOKEN || undefined,
   metricsHandler: telemetry.metricsHandler,
+  meter: telemetry.meter,
   onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
 });
 const listening = await listen(app.listener, {

@@ -3,7 +3,8 @@
  * digest of what the model reads), and a later, different definition is recorded as a drift
  * until an operator approves it. State lives in Redis (two hashes under one prefix), shared
  * by every replica; each list is checked and pinned in one Lua script, so two replicas that
- * see a new tool at once pin the same first definition.
+ * see a new tool at once pin the same first definition. The store holds at most `maxTools`
+ * pins: a backend may list any number of names, and each would otherwise be kept for good.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -63,11 +64,41 @@ export interface ToolDrift {
   firstSeen: string;
 }
 
-/** One checked list: the tools to hide, and the drifts this check recorded or changed. */
+/** `new`: a pinned tool's definition differs for the first time; `changed`: a drift changed again. */
+export type DriftKind = 'new' | 'changed';
+
+/** A drift a check recorded: a new one, or a known one whose seen definition changed again. */
+export interface RecordedDrift extends ToolDrift {
+  kind: DriftKind;
+}
+
+/** One checked list: the tools to hide, the drifts this check recorded, the tools it could not pin. */
 export interface PinCheck {
+  /** The drifted tools (hidden until approved). */
   hidden: ReadonlySet<string>;
   /** New drifts, and known ones whose seen definition changed again (to be logged). */
-  drifted: readonly ToolDrift[];
+  drifted: readonly RecordedDrift[];
+  /** Never-seen tools left unpinned because the store holds `maxTools` pins already. */
+  unpinned: readonly string[];
+}
+
+/**
+ * What a call to a tool meets: `ok` (pinned without drift, or not pinned while the store has
+ * room), `drifted` (hidden and refused until approved), `store-full` (never pinned, and the
+ * store holds `maxTools` pins: its definition cannot be kept, so it cannot be verified).
+ */
+export type PinVerdict =
+  | { status: 'ok' }
+  | { status: 'drifted'; drift: ToolDrift }
+  | { status: 'store-full' };
+
+/** What became of tools the full pin store could not pin (the `fleet.pins.action` values). */
+export type UnpinnedAction = 'hidden' | 'refused' | 'passed';
+
+/** How many tools the store holds. */
+export interface PinCounts {
+  pinned: number;
+  drifted: number;
 }
 
 /** What approving a drift did. */
@@ -78,12 +109,19 @@ export type ApproveOutcome =
 
 /** Where pins and drifts are kept; every method throws when the store cannot be reached. */
 export interface PinStore {
-  /** Pin the unseen tools of a list, record drifts, and say which tools to hide. */
+  /** Most tools it pins; a never-seen tool beyond them is left unpinned. */
+  readonly maxTools: number;
+  /**
+   * Pin the unseen tools of a list while there is room, record drifts, and say which tools
+   * drifted and which could not be pinned.
+   */
   check(tools: ReadonlyArray<{ name: string; digest: string }>): Promise<PinCheck>;
-  /** The drift of `tool`, if it has one. */
-  drift(tool: string): Promise<ToolDrift | undefined>;
+  /** Whether a call to `tool` meets a drift, or a full store that never pinned it. */
+  verify(tool: string): Promise<PinVerdict>;
   /** Every pin and drift, by tool name. */
   list(): Promise<{ pins: ToolPin[]; drifts: ToolDrift[] }>;
+  /** How many tools are pinned and how many of them drifted. */
+  counts(): Promise<PinCounts>;
   /**
    * Re-pin `tool` to its drift's seen definition and clear the drift. With `expected`, only
    * when the seen digest is that one (so an operator approves what they reviewed).
@@ -91,17 +129,27 @@ export interface PinStore {
   approve(tool: string, expected?: string): Promise<ApproveOutcome>;
 }
 
-// Statuses per tool: 0 pinned now, 1 matches its pin, 2 new drift, 3 drift seen changed
-// again, 4 known drift (hidden until approved, even if the definition went back).
+/** Default of {@link RedisPinStoreOptions.maxTools}. */
+export const DEFAULT_PIN_MAX_TOOLS = 10_000;
+
+// ARGV: maxTools, then name and digest per tool. Statuses per tool: 0 pinned now, 1 matches
+// its pin, 2 new drift, 3 drift seen changed again, 4 known drift (hidden until approved, even
+// if the definition went back), 5 not pinned: the store is full. The bound is checked and
+// the pin written in the same script, so replicas together never pin more than maxTools.
 const CHECK_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max = tonumber(ARGV[1])
+local count = redis.call('HLEN', KEYS[1])
 local out = {}
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local name, digest = ARGV[i], ARGV[i + 1]
   local pin = redis.call('HGET', KEYS[1], name)
-  if not pin then
+  if not pin and count >= max then
+    out[#out + 1] = {5}
+  elseif not pin then
     redis.call('HSET', KEYS[1], name, cjson.encode({digest = digest, pinnedAt = now}))
+    count = count + 1
     out[#out + 1] = {0}
   else
     local pinned = cjson.decode(pin).digest
@@ -127,6 +175,19 @@ end
 return out
 `;
 
+// ARGV: tool, maxTools. {1, drift} for a drift, {2} for a tool never pinned while the store is
+// full, {0} otherwise.
+const VERIFY_SCRIPT = `
+local raw = redis.call('HGET', KEYS[2], ARGV[1])
+if raw then return {1, raw} end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0
+  and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then
+  return {2}
+end
+return {0}
+`;
+
+// Re-pins a tool that is pinned already: approving never adds a pin, so it works on a full store.
 const APPROVE_SCRIPT = `
 local raw = redis.call('HGET', KEYS[2], ARGV[1])
 if not raw then return {0} end
@@ -159,18 +220,35 @@ function parsed<T>(schema: z.ZodType<T>, text: string): T | undefined {
   }
 }
 
+/** Options of {@link RedisPinStore}. */
+export interface RedisPinStoreOptions {
+  /** Prefix of the two hashes. Default `fleet:pins`. */
+  prefix?: string;
+  /**
+   * Most tools pinned (the digests hash's size), an integer >= 1; a never-seen tool is not
+   * pinned beyond it. Default {@link DEFAULT_PIN_MAX_TOOLS}.
+   */
+  maxTools?: number;
+}
+
 /**
- * Pins in Redis: the hash `<prefix>:digests` (tool → `{digest, pinnedAt}`) and the hash
- * `<prefix>:drifts` (tool → `{pinned, seen, firstSeen}`); times in ms from Redis's clock.
+ * Pins in Redis: the hash `<prefix>:digests` (tool → `{digest, pinnedAt}`, at most `maxTools`
+ * entries) and the hash `<prefix>:drifts` (tool → `{pinned, seen, firstSeen}`; only pinned
+ * tools drift, so it is bounded too); times in ms from Redis's clock.
  */
 export class RedisPinStore implements PinStore {
+  readonly maxTools: number;
   readonly #redis: Redis;
   readonly #keys: [string, string];
   readonly #shas = new Map<string, string>();
 
-  constructor(redis: Redis, prefix = 'fleet:pins') {
+  constructor(redis: Redis, options: RedisPinStoreOptions = {}) {
+    const { prefix = 'fleet:pins', maxTools = DEFAULT_PIN_MAX_TOOLS } = options;
+    if (!Number.isSafeInteger(maxTools) || maxTools < 1)
+      throw new RangeError(`maxTools must be an integer >= 1, got ${maxTools}`);
     this.#redis = redis;
     this.#keys = [`${prefix}:digests`, `${prefix}:drifts`];
+    this.maxTools = maxTools;
   }
 
   async #run(script: string, args: string[]): Promise<unknown> {
@@ -189,28 +267,53 @@ export class RedisPinStore implements PinStore {
   }
 
   async check(tools: ReadonlyArray<{ name: string; digest: string }>): Promise<PinCheck> {
-    if (tools.length === 0) return { hidden: new Set(), drifted: [] };
-    const replies = (await this.#run(
-      CHECK_SCRIPT,
-      tools.flatMap((t) => [t.name, t.digest]),
-    )) as Array<[number, string?, string?]>;
+    if (tools.length === 0) return { hidden: new Set(), drifted: [], unpinned: [] };
+    const replies = (await this.#run(CHECK_SCRIPT, [
+      String(this.maxTools),
+      ...tools.flatMap((t) => [t.name, t.digest]),
+    ])) as Array<[number, string?, string?]>;
     const hidden = new Set<string>();
-    const drifted: ToolDrift[] = [];
+    const drifted: RecordedDrift[] = [];
+    const unpinned: string[] = [];
     tools.forEach((tool, i) => {
       const [status, pinned, firstSeen] = replies[i] ?? [1];
       if (status < 2) return;
+      if (status === 5) {
+        unpinned.push(tool.name);
+        return;
+      }
       hidden.add(tool.name);
       if ((status === 2 || status === 3) && pinned !== undefined) {
-        drifted.push({ tool: tool.name, pinned, seen: tool.digest, firstSeen: iso(firstSeen) });
+        drifted.push({
+          tool: tool.name,
+          pinned,
+          seen: tool.digest,
+          firstSeen: iso(firstSeen),
+          kind: status === 2 ? 'new' : 'changed',
+        });
       }
     });
-    return { hidden, drifted };
+    return { hidden, drifted, unpinned };
   }
 
-  async drift(tool: string): Promise<ToolDrift | undefined> {
-    const raw = await this.#redis.hget(this.#keys[1], tool);
-    const stored = raw === null ? undefined : parsed(StoredDriftSchema, raw);
-    return stored && { tool, ...stored, firstSeen: iso(stored.firstSeen) };
+  async verify(tool: string): Promise<PinVerdict> {
+    const [status, raw] = (await this.#run(VERIFY_SCRIPT, [tool, String(this.maxTools)])) as [
+      number,
+      string?,
+    ];
+    if (status === 2) return { status: 'store-full' };
+    const stored = status === 1 && raw !== undefined ? parsed(StoredDriftSchema, raw) : undefined;
+    if (stored === undefined) return { status: 'ok' };
+    return { status: 'drifted', drift: { tool, ...stored, firstSeen: iso(stored.firstSeen) } };
+  }
+
+  async counts(): Promise<PinCounts> {
+    const replies = await this.#redis.multi().hlen(this.#keys[0]).hlen(this.#keys[1]).exec();
+    const [pinned, drifted] = (replies ?? []).map(([error, count]) => {
+      if (error) throw error;
+      return Number(count);
+    });
+    return { pinned: pinned ?? 0, drifted: drifted ?? 0 };
   }
 
   async list(): Promise<{ pins: ToolPin[]; drifts: ToolDrift[] }> {

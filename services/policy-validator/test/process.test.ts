@@ -5,10 +5,12 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rawPost } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { privateRedis } from './redis.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -37,6 +39,20 @@ async function redisDel(tool: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** tool-filter on a `tools/list` answer of `tools`, invoked on the process at `url`. */
+async function listTools(url: string, tools: unknown[]): Promise<unknown> {
+  const params = {
+    name: 'tool-filter',
+    event: 'tools/list',
+    phase: 'response',
+    payload: { tools },
+    context: { principal: { type: 'user', id: 'op' } },
+  };
+  return (
+    await rawPost(`${url}/mcp`, { jsonrpc: '2.0', id: 1, method: 'interceptor/invoke', params })
+  ).json;
 }
 
 /**
@@ -83,23 +99,8 @@ describe('policy-validator process', () => {
     const tool = `first-${randomUUID()}`;
     const proc = await startWithPolicy(path, { REDIS_URL: redis.url });
     try {
-      const listed = await fetch(`${proc.url}/mcp`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'interceptor/invoke',
-          params: {
-            name: 'tool-filter',
-            event: 'tools/list',
-            phase: 'response',
-            payload: { tools: [{ name: tool, inputSchema: { type: 'object' } }] },
-            context: { principal: { type: 'user', id: 'op' } },
-          },
-        }),
-      });
-      expect(await listed.json()).toMatchObject({ result: { info: { kept: 1 } } });
+      const listed = await listTools(proc.url, [{ name: tool, inputSchema: { type: 'object' } }]);
+      expect(listed).toMatchObject({ result: { info: { kept: 1 } } });
       const { pins } = (await (await fetch(`${proc.url}/policy/pins`)).json()) as {
         pins: Array<{ tool: string }>;
       };
@@ -109,6 +110,60 @@ describe('policy-validator process', () => {
       expect((await proc.stop()).code).toBe(0);
       await redisDel(tool);
     }
+  });
+
+  it('pins at most PINNING_MAX_TOOLS and shows drifts and unpinnable tools on /metrics', async () => {
+    const { path } = policyFile('version: 1\ndefault: allow\npinning: {enabled: true}\n');
+    // Its own Redis: the process uses the default key names, which other tests share.
+    await using redis = await privateRedis();
+    const proc = await startWithPolicy(path, { REDIS_URL: redis.url, PINNING_MAX_TOOLS: '2' });
+    const tool = (name: string, description = name) => ({ name, description, inputSchema: {} });
+    try {
+      await listTools(proc.url, [tool('alpha'), tool('beta')]);
+      // alpha drifts; gamma cannot be pinned and passes (failOpen, the default).
+      const listed = await listTools(proc.url, [tool('alpha', 'new'), tool('beta'), tool('gamma')]);
+      expect(listed).toMatchObject({ result: { modified: true, info: { drifted: 1 } } });
+      const { pins } = (await (await fetch(`${proc.url}/policy/pins`)).json()) as {
+        pins: Array<{ tool: string }>;
+      };
+      expect(pins.map((p) => p.tool)).toEqual(['alpha', 'beta']);
+      const metrics = (await (await fetch(`${proc.url}/metrics`)).text()).split('\n');
+      for (const line of [
+        /^fleet_pins_drift_detections_total\{fleet_pins_drift_kind="new",[^}]*\} 1$/,
+        /^fleet_pins_drifted_tools\{[^}]*\} 1$/,
+        /^fleet_pins_pinned_tools\{[^}]*\} 2$/,
+        /^fleet_pins_unpinned_total\{fleet_pins_action="passed",[^}]*\} 1$/,
+      ])
+        expect(
+          metrics.some((l) => line.test(l)),
+          `${line} in /metrics`,
+        ).toBe(true);
+      expect(metrics.join('\n')).not.toMatch(/alpha|gamma/);
+    } finally {
+      expect((await proc.stop()).code).toBe(0);
+    }
+    const warnings = proc
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('"level":40'));
+    expect(warnings.filter((l) => l.includes('drifted from its pin'))).toEqual([
+      expect.stringContaining('"tool":"alpha"'),
+    ]);
+    expect(warnings.filter((l) => l.includes('tool pin store full'))).toEqual([
+      expect.stringContaining('"example":"gamma"'),
+    ]);
+  });
+
+  it.each(['0', 'ten', '1000001'])('refuses to start with PINNING_MAX_TOOLS=%s', async (value) => {
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', PINNING_MAX_TOOLS: value },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    expect(error).toContain(
+      `PINNING_MAX_TOOLS must be an integer from 1 to 1000000 (digits only), got "${value}"`,
+    );
   });
 
   it('starts, says it allows everything without POLICY_FILE, and stops on SIGTERM', async () => {
