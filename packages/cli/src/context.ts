@@ -13,6 +13,7 @@ import { type AuditClient, createAuditClient } from './audit-client.ts';
 import { type FleetState, liveFleetState } from './fleet/local-fleet.ts';
 import { FLEET_BIN, fleetCommandLine } from './hints.ts';
 import { parseBaseUrl } from './http-url.ts';
+import { nonEmpty } from './option-values.ts';
 import { createPolicyClient, type PolicyClient } from './policy-client.ts';
 import type { CliIO, GlobalOptions } from './types.ts';
 
@@ -29,7 +30,9 @@ export const DEFAULT_STATE_DIR = '.fleet';
 export function stateDirOption(
   description = 'state directory of a running `fleet up` (its fleet.json names the services)',
 ): Option {
-  return new Option('--state-dir <dir>', description).default(DEFAULT_STATE_DIR);
+  return new Option('--state-dir <dir>', description)
+    .default(DEFAULT_STATE_DIR)
+    .argParser(nonEmpty('--state-dir', 'a directory', `the default, ${DEFAULT_STATE_DIR}`));
 }
 
 /** Shared by the command modules; see {@link createCommandContext}. */

@@ -17,6 +17,7 @@ import { addUpCommand } from './commands/up.ts';
 import { type CommandContext, createCommandContext } from './context.ts';
 import { CliError, formatDetails } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
+import { nonEmpty } from './option-values.ts';
 import type { CliIO } from './types.ts';
 
 /** A command module: adds its command (and subcommands) to the program. */
@@ -92,7 +93,11 @@ export function createProgram(io: CliIO, options: ProgramOptions = {}): Command 
       '--orchestrator <url>',
       'orchestrator base URL (default: $FLEET_ORCHESTRATOR_URL, else the running fleet of --state-dir, else http://127.0.0.1:8080)',
     )
-    .option('--admin-token <token>', 'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)')
+    .option(
+      '--admin-token <token>',
+      'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)',
+      nonEmpty('--admin-token', 'the bearer token', "$FLEET_ADMIN_TOKEN or the running fleet's"),
+    )
     .option('--json', 'print raw JSON instead of tables');
   // A command with subcommands given none (`fleet`, `fleet audit`): commander shows its help
   // as an error; say what is missing under it.

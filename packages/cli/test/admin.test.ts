@@ -414,6 +414,37 @@ describe('fleet chain', () => {
     expect(response.stdout).not.toContain('*');
   });
 
+  const EVENT_FORM =
+    'expected one MCP method name, e.g. tools/call or resources/read (no spaces, no wildcard, at most 256 characters)';
+  const long = `tools/${'x'.repeat(251)}`;
+  it.each([
+    [['--event', ''], `--event "": ${EVENT_FORM}`, ''],
+    [['--event', ' '], `--event " ": ${EVENT_FORM}`, ''],
+    [['--event', 'tools call'], `--event "tools call": ${EVENT_FORM}`, ''],
+    [['--event', 'tools/*'], `--event "tools/*": ${EVENT_FORM}`, ''],
+    [['--event', long], `--event "${long}": ${EVENT_FORM}`, ''],
+    [
+      ['--phase', ''],
+      "option '--phase <phase>' argument '' is invalid. Allowed choices are request, response.",
+      '(run with --help for usage)\n',
+    ],
+  ])(
+    'refuses %j before asking the admin API, naming the option and its form (exit 2)',
+    async (argv, message, help) => {
+      // The orchestrator answers an empty event with the tools/call chain.
+      expect(await admin(['chain', ...argv])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `error: ${message}\n${help}`,
+      });
+      expect(await admin(['chain', ...argv, '--json'])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `${JSON.stringify({ error: message, code: 'USAGE' })}\n`,
+      });
+    },
+  );
+
   it('says when nothing runs', async () => {
     const run = await admin(['chain', '--event', 'prompts/get']);
     expect(run.code).toBe(0);

@@ -9,6 +9,7 @@ import { type Command, Option } from 'commander';
 import type { AuditRecordView } from '../audit-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
+import { nonEmpty } from '../option-values.ts';
 import { formatTable } from '../table.ts';
 import { formatStats, formatTime } from './audit-stats.ts';
 
@@ -55,7 +56,7 @@ export function recordQuery(options: QueryOptions): URLSearchParams {
   const query = new URLSearchParams();
   for (const [flag, param] of QUERY_FLAGS) {
     let value = options[flag];
-    if (value === undefined || value === '') continue;
+    if (value === undefined) continue;
     if (flag === 'principal') {
       const typed = /^(user|service|anonymous):(.+)$/.exec(value);
       if (typed?.[2]) value = typed[2];
@@ -86,11 +87,20 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
   audit
     .command('query')
     .description('search audit records, newest first')
-    .option('--trace <traceId>', 'records of one trace')
-    .option('--tool <name>', 'tool, prompt or resource')
+    .option(
+      '--trace <traceId>',
+      'records of one trace',
+      nonEmpty('--trace', 'a trace id', 'every trace'),
+    )
+    .option(
+      '--tool <name>',
+      'tool, prompt or resource',
+      nonEmpty('--tool', 'a tool, prompt or resource name', 'every one'),
+    )
     .option(
       '--principal <id>',
       'principal id, or type:id as the PRINCIPAL column shows it; for a principal without an id, its type (anonymous)',
+      nonEmpty('--principal', 'a principal id, type:id or type', 'every principal'),
     )
     .addOption(
       new Option('--decision <decision>', 'the chain decision').choices([
@@ -99,7 +109,11 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
         'error',
       ]),
     )
-    .option('--interceptor <name>', 'records an interceptor took part in')
+    .option(
+      '--interceptor <name>',
+      'records an interceptor took part in',
+      nonEmpty('--interceptor', 'an interceptor name', 'every interceptor'),
+    )
     .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '1h')
     .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
     .option('--limit <n>', 'at most this many records (1..500)', '50')

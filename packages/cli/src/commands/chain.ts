@@ -1,6 +1,7 @@
 /** `fleet chain`: the interceptors an (event, phase) would run, in run order. */
 import { type Command, Option } from 'commander';
 import { type CommandContext, stateDirOption } from '../context.ts';
+import { eventName } from '../option-values.ts';
 import { formatTable } from '../table.ts';
 
 /** Add `chain` to `program`. */
@@ -8,7 +9,7 @@ export function addChainCommand(program: Command, context: CommandContext): Comm
   return program
     .command('chain')
     .description('show the interceptor chain for an event and phase, in run order')
-    .option('--event <method>', 'the MCP method', 'tools/call')
+    .option('--event <method>', 'the MCP method, e.g. resources/read', eventName, 'tools/call')
     .addOption(
       new Option('--phase <phase>', 'request or response')
         .choices(['request', 'response'])

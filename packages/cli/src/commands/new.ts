@@ -2,6 +2,7 @@
 import { relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type CommandContext, stateDirOption } from '../context.ts';
+import { nonEmpty } from '../option-values.ts';
 import { scaffoldInterceptor } from '../scaffold.ts';
 import type { InterceptorKind } from '../types.ts';
 
@@ -17,7 +18,12 @@ export function addNewCommand(program: Command, context: CommandContext): Comman
         .choices(['validation', 'mutation'])
         .default('validation'),
     )
-    .option('--dir <dir>', 'the services directory of the workspace', 'services')
+    .option(
+      '--dir <dir>',
+      'the services directory of the workspace',
+      nonEmpty('--dir', 'the services directory', 'services'),
+      'services',
+    )
     .addOption(
       stateDirOption('state directory of the running fleet the printed next steps register with'),
     )

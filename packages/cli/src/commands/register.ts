@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { AdminInterceptorInfo } from '../admin-client.ts';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { parseHttpUrl } from '../http-url.ts';
+import { nonEmpty } from '../option-values.ts';
 import { buildOverrides, type OverrideAssignment, parseOverrideAssignment } from '../overrides.ts';
 import { formatTable } from '../table.ts';
 import { formatHooks, formatOverrides, formatPriority } from './format.ts';
@@ -52,6 +53,7 @@ export function addRegisterCommand(program: Command, context: CommandContext): C
     .option(
       '--token <token>',
       'bearer token the orchestrator sends to the service (its FLEET_TOKEN)',
+      nonEmpty('--token', "the service's token", 'none'),
     )
     .option(
       '--override <name.key=value>',

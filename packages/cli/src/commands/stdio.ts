@@ -19,6 +19,7 @@ import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../conte
 import { CliError } from '../errors.ts';
 import { entry, makeDirectory, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
 import { shellWord } from '../hints.ts';
+import { nonEmpty } from '../option-values.ts';
 
 /** Most concurrent stdio sessions that get a journal of their own. */
 const MAX_JOURNALS = 16;
@@ -74,7 +75,11 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       'serve one MCP session on stdin/stdout through the running fleet (for desktop clients)',
     )
     .addOption(stateDirOption())
-    .option('--config <file>', 'orchestrator config to use instead of the fleet’s')
+    .option(
+      '--config <file>',
+      'orchestrator config to use instead of the fleet’s',
+      nonEmpty('--config', 'an orchestrator config file', 'the fleet’s'),
+    )
     .addHelpText(
       'after',
       () =>

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { checkFleetCanStart, type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
+import { nonEmpty } from '../option-values.ts';
 
 /**
  * The endpoint summary `fleet up` prints once the fleet is ready. `hint` writes a `fleet …`
@@ -53,7 +54,11 @@ export function addUpCommand(program: Command, context: CommandContext): Command
   return program
     .command('up')
     .description('run the whole fleet locally (orchestrator, interceptors, audit, demo backend)')
-    .option('--config <file>', 'orchestrator config to use instead of the generated one')
+    .option(
+      '--config <file>',
+      'orchestrator config to use instead of the generated one',
+      nonEmpty('--config', 'an orchestrator config file', 'the generated one'),
+    )
     .option('--port <port>', 'orchestrator port', '8080')
     .addOption(
       stateDirOption(
