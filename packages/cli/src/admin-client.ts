@@ -1,10 +1,13 @@
 /**
  * A small client for the orchestrator's admin API (DESIGN.md §3). Every failure becomes a
- * {@link CliError} whose message says what to do about it.
+ * {@link CliError} whose message says what to do about it: `ORCHESTRATOR_UNREACHABLE` (no
+ * answer, or none in time) and `ADMIN_API_ERROR` (an answer that is not JSON), worded as the
+ * audit and policy clients word theirs, `ADMIN_UNAUTHORIZED` (401), `ADMIN_API_ERROR` (another
+ * non-2xx status) or `UNEXPECTED_RESPONSE` (JSON that is not the admin API's).
  */
 import { CliError, readApiProblem } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
-import { exchangeJson } from './http-json.ts';
+import { exchangeJson, type ServiceApi, serviceFailure } from './http-json.ts';
 
 /** Options for {@link createAdminClient}. */
 export interface AdminClientOptions {
@@ -102,17 +105,14 @@ export interface AdminClient {
   chain(event: string, phase: string): Promise<ChainView>;
 }
 
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_SOCKET',
-]);
+/** The orchestrator's admin API, as its errors name it. */
+const ADMIN_API: ServiceApi = {
+  name: 'the orchestrator',
+  service: 'the orchestrator',
+  flag: '--orchestrator',
+  apiCode: 'ADMIN_API_ERROR',
+  unreachableCode: 'ORCHESTRATOR_UNREACHABLE',
+};
 
 /** Create a client for the admin API at `baseUrl`. */
 export function createAdminClient(options: AdminClientOptions): AdminClient {
@@ -132,32 +132,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       `${baseUrl}${path}`,
       { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) },
       timeoutMs,
-      (failure) => {
-        if (failure.kind === 'timeout')
-          return new CliError(
-            'ORCHESTRATOR_TIMEOUT',
-            `the orchestrator at ${baseUrl} did not answer within ${timeoutMs} ms`,
-            { cause: failure.error },
-          );
-        if (failure.kind === 'not-json')
-          return new CliError(
-            'UNEXPECTED_RESPONSE',
-            `${method} ${baseUrl}${path} answered ${failure.status} with a body that is not JSON: is ${baseUrl} the orchestrator?`,
-            { status: failure.status },
-          );
-        const { code, error } = failure;
-        if (code === undefined || UNREACHABLE_CODES.has(code))
-          return new CliError(
-            'ORCHESTRATOR_UNREACHABLE',
-            `cannot reach the orchestrator at ${baseUrl}: is it running? (${startHint}, or pass --orchestrator)`,
-            { cause: error, details: code === undefined ? undefined : { reason: code } },
-          );
-        return new CliError(
-          'ORCHESTRATOR_UNREACHABLE',
-          `cannot reach the orchestrator at ${baseUrl}: ${code}`,
-          { cause: error },
-        );
-      },
+      (failure) => serviceFailure(failure, ADMIN_API, { baseUrl, path, timeoutMs, startHint }),
     );
     if (response.status === 401) {
       throw new CliError(

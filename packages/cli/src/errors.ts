@@ -13,25 +13,23 @@ export const CLI_ERROR_CODES = {
   TARGET_EXISTS: 1,
   /** The services directory is not inside a fleet workspace. */
   NOT_A_WORKSPACE: 1,
-  /** Nothing answers at the orchestrator URL. */
+  /** Nothing answers at the orchestrator URL (or it did not answer in time). */
   ORCHESTRATOR_UNREACHABLE: 1,
-  /** The orchestrator did not answer in time. */
-  ORCHESTRATOR_TIMEOUT: 1,
   /** The admin API answered 401. */
   ADMIN_UNAUTHORIZED: 1,
-  /** The admin API answered another non-2xx status. */
+  /** The admin API answered another non-2xx status, or a body that is not JSON. */
   ADMIN_API_ERROR: 1,
-  /** The answer was not what the admin API (or, for `fleet demo`, an MCP endpoint) sends: wrong URL? */
+  /** JSON that is not what the admin API (or, for `fleet demo`, an MCP endpoint) sends: wrong URL? */
   UNEXPECTED_RESPONSE: 1,
   /** Nothing answers at the audit API's URL (or it did not answer in time). */
   AUDIT_UNREACHABLE: 1,
   /** The audit API refused the query's parameters (400 `INVALID_QUERY`): a usage error. */
   INVALID_QUERY: 2,
-  /** The audit API answered another non-2xx status (401 included). */
+  /** The audit API answered another non-2xx status (401 included), or a body that is not JSON. */
   AUDIT_API_ERROR: 1,
   /** Nothing answers at the policy-validator's URL (or it did not answer in time). */
   POLICY_UNREACHABLE: 1,
-  /** The policy-validator answered another non-2xx status than those below (401 included). */
+  /** The policy-validator answered another non-2xx status than those below (401 included), or a body that is not JSON. */
   POLICY_API_ERROR: 1,
   /** `fleet pins approve` named a tool without a drift (the service's 404 `NOT_FOUND`). */
   NO_DRIFT: 1,

@@ -1,7 +1,7 @@
 /**
- * One JSON exchange with a fleet HTTP API (admin, audit): a request under a time budget, its
- * body parsed as JSON. Each client turns the ways it can fail into its own {@link CliError}
- * (the audit and policy clients through {@link serviceFailure}, which words them alike).
+ * One JSON exchange with a fleet HTTP API (admin, audit, policy): a request under a time
+ * budget, its body parsed as JSON. Each client turns the ways it can fail into a
+ * {@link CliError} of its own codes through {@link serviceFailure}, which words them alike.
  */
 import { CliError, type CliErrorCode } from './errors.ts';
 
@@ -73,8 +73,25 @@ export interface ServiceApi {
 }
 
 /**
- * The error for an {@link ExchangeFailure} of `api` at `baseUrl` (the audit and policy
+ * The system errors of a request that found nothing listening at the URL (or no such host):
+ * the fleet may not be running. Any other (a TLS failure, say) is named without that hint.
+ */
+const NOTHING_LISTENS_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
+
+/**
+ * The error for an {@link ExchangeFailure} of `api` at `baseUrl` (the admin, audit and policy
  * clients word them alike); `startHint` is how to start the fleet, as the CLI was launched.
+ * The system error behind a failed request, if any, is its `details.reason`.
  */
 export function serviceFailure(
   failure: ExchangeFailure,
@@ -89,11 +106,14 @@ export function serviceFailure(
       { status: failure.status },
     );
   const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
-  return new CliError(
-    api.unreachableCode,
+  const message =
     failure.kind === 'timeout'
       ? `${api.name} at ${baseUrl} did not answer within ${timeoutMs} ms`
-      : `cannot reach ${api.name} at ${baseUrl}: is the fleet running? (${startHint}, or pass ${api.flag})`,
-    { cause: failure.error, ...(code === undefined ? {} : { details: { reason: code } }) },
-  );
+      : code === undefined || NOTHING_LISTENS_CODES.has(code)
+        ? `cannot reach ${api.name} at ${baseUrl}: is the fleet running? (${startHint}, or pass ${api.flag})`
+        : `cannot reach ${api.name} at ${baseUrl}`;
+  return new CliError(api.unreachableCode, message, {
+    cause: failure.error,
+    ...(code === undefined ? {} : { details: { reason: code } }),
+  });
 }

@@ -574,7 +574,7 @@ describe('errors', () => {
     const run = await fleet(['--orchestrator', url, 'services']);
     expect(run.code).toBe(1);
     expect(run.stderr.split('\n')[0]).toBe(
-      `error: cannot reach the orchestrator at ${url}: is it running? (fleet up, or pass --orchestrator)`,
+      `error: cannot reach the orchestrator at ${url}: is the fleet running? (fleet up, or pass --orchestrator)`,
     );
   });
 
@@ -588,7 +588,7 @@ describe('errors', () => {
     });
     expect(run.code).toBe(1);
     expect(run.stderr.split('\n')[0]).toBe(
-      `error: cannot reach the orchestrator at ${url}: is it running? (pnpm fleet up --state-dir '${dir}', or pass --orchestrator)`,
+      `error: cannot reach the orchestrator at ${url}: is the fleet running? (pnpm fleet up --state-dir '${dir}', or pass --orchestrator)`,
     );
   });
 
