@@ -95,10 +95,10 @@ export function createProgram(io: CliIO, options: ProgramOptions = {}): Command 
     )
     .option(
       '--admin-token <token>',
-      'bearer token for the admin API (default: $FLEET_ADMIN_TOKEN)',
+      "bearer token for the admin API (default: $FLEET_ADMIN_TOKEN, else the running fleet's when its fleet.json gave the orchestrator URL)",
       nonEmpty('--admin-token', 'the bearer token', "$FLEET_ADMIN_TOKEN or the running fleet's"),
     )
-    .option('--json', 'print raw JSON instead of tables');
+    .option('--json', 'print raw JSON instead of tables (errors as one JSON line on stderr)');
   // A command with subcommands given none (`fleet`, `fleet audit`): commander shows its help
   // as an error; say what is missing under it.
   program.addHelpText('afterAll', ({ error, command }) => {

@@ -7,11 +7,14 @@
 import { parseTimeBound } from '@fleet/audit/time';
 import { type Command, Option } from 'commander';
 import type { AuditRecordView } from '../audit-client.ts';
-import { type CommandContext, stateDirOption } from '../context.ts';
+import { type CommandContext, DEFAULT_AUDIT_URL, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { nonEmpty } from '../option-values.ts';
 import { formatTable } from '../table.ts';
 import { formatStats, formatTime } from './audit-stats.ts';
+
+/** The help of `--audit`: where the audit API is found (see `CommandContext.auditUrl`). */
+const AUDIT_URL_HELP = `audit-logger base URL (default: $FLEET_AUDIT_URL, else the running fleet of --state-dir, else ${DEFAULT_AUDIT_URL})`;
 
 /** The query flags and the audit API parameters they set. */
 const QUERY_FLAGS = [
@@ -117,7 +120,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '1h')
     .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
     .option('--limit <n>', 'at most this many records (1..500)', '50')
-    .option('--audit <url>', 'audit-logger base URL')
+    .option('--audit <url>', AUDIT_URL_HELP)
     .addOption(stateDirOption())
     .action(async (options: QueryOptions, command: Command) => {
       const answer = await context.audit(command).records(recordQuery(options));
@@ -142,7 +145,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
   audit
     .command('trace <traceId>')
     .description('every record of one trace as a text waterfall (exit 1 when there is none)')
-    .option('--audit <url>', 'audit-logger base URL')
+    .option('--audit <url>', AUDIT_URL_HELP)
     .addOption(stateDirOption())
     .action(async (traceId: string, _options: unknown, command: Command) => {
       if (!/^[0-9a-fA-F]{32}$/.test(traceId))
@@ -186,7 +189,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     )
     .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '24h')
     .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
-    .option('--audit <url>', 'audit-logger base URL')
+    .option('--audit <url>', AUDIT_URL_HELP)
     .addOption(stateDirOption())
     .action(async (options: { since?: string; until?: string }, command: Command) => {
       const stats = await context.audit(command).stats(statsQuery(options));

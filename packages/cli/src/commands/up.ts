@@ -59,7 +59,7 @@ export function addUpCommand(program: Command, context: CommandContext): Command
       'orchestrator config to use instead of the generated one',
       nonEmpty('--config', 'an orchestrator config file', 'the generated one'),
     )
-    .option('--port <port>', 'orchestrator port', '8080')
+    .option('--port <port>', 'orchestrator port (0: a free one)', '8080')
     .addOption(
       stateDirOption(
         'where fleet.json (read by the other commands), logs, the generated config and PGlite data go',
