@@ -2,14 +2,13 @@
  * Test helpers: cleanup after each test, unique BullMQ prefixes on the shared Redis, a
  * PostgreSQL schema per test file, the service on 127.0.0.1:0, and a stock MCP SDK client.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { type AuditStore, openAuditStore } from '@fleet/audit';
 import { listen } from '@fleet/interceptor-kit';
-import { deleteKeys, freePort } from '@fleet/test-fixtures';
+import { deleteKeys } from '@fleet/test-fixtures';
 import { defer } from '@fleet/test-fixtures/cleanup';
 import { Redis } from 'ioredis';
 import type { z } from 'zod';
@@ -98,8 +97,6 @@ export async function serveUntilClosed(
   return { url: listening.url, close: () => listening.close(100) };
 }
 
-import { waitFor } from '@fleet/audit/testing';
-
 export { recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
 
 // ---------------------------------------------------------------------------------------------
@@ -160,38 +157,4 @@ export async function connectMcpClient(mcpUrl: string, token?: string): Promise<
   await client.connect(transport);
   defer(() => client.close());
   return client;
-}
-
-/** A private `redis-server` this test may kill (no persistence); killed after the test. */
-export async function startPrivateRedis(): Promise<{ url: string; kill(): Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const kill = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  };
-  defer(kill);
-  const url = `redis://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      const client = new Redis(url, { lazyConnect: true, retryStrategy: () => null });
-      client.on('error', () => undefined);
-      try {
-        await client.connect();
-        return (await client.ping()) === 'PONG';
-      } catch {
-        return false;
-      } finally {
-        client.disconnect();
-      }
-    },
-    `redis-server on port ${port}`,
-    5000,
-  );
-  return { url, kill };
 }

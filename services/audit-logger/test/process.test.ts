@@ -15,13 +15,13 @@ import {
   sourceCommand,
   startServiceProcess,
 } from '@fleet/test-fixtures';
+import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { describe, expect, it } from 'vitest';
 import {
   DATABASE_URL,
   defer,
   openSchemaStore,
   REDIS_URL,
-  startPrivateRedis,
   traceId,
   uniquePrefix,
   waitFor,
@@ -206,7 +206,7 @@ describe('audit-logger process', () => {
   }, 60_000);
 
   it('drains and exits 0 on SIGTERM while Redis is down', async () => {
-    const redis = await startPrivateRedis();
+    const redis = await startRedisServer();
     const { schema, drop } = await openSchemaStore();
     defer(drop);
     const service = await startMain(await tempDir(), {

@@ -4,7 +4,6 @@
  * backend receiving the same trace context; graceful SIGTERM; the request deadline that
  * ends a slow-loris body.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import {
   startHttpBackend,
   startServiceProcess,
 } from '@fleet/test-fixtures';
+import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -169,14 +169,7 @@ describe('orchestrator process', () => {
       '[fx] a',
     );
 
-    const redis = spawn(
-      'redis-server',
-      ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
-    defer(async () => {
-      redis.kill('SIGKILL');
-    });
+    await startRedisServer({ port: redisPort });
     const register = () =>
       fetch(`${orchestrator.url}/admin/services`, {
         method: 'POST',

@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { rawPost } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { privateRedis } from './redis.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -115,7 +115,7 @@ describe('policy-validator process', () => {
   it('pins at most PINNING_MAX_TOOLS and shows drifts and unpinnable tools on /metrics', async () => {
     const { path } = policyFile('version: 1\ndefault: allow\npinning: {enabled: true}\n');
     // Its own Redis: the process uses the default key names, which other tests share.
-    await using redis = await privateRedis();
+    await using redis = await startRedisServer();
     const proc = await startWithPolicy(path, { REDIS_URL: redis.url, PINNING_MAX_TOOLS: '2' });
     const tool = (name: string, description = name) => ({ name, description, inputSchema: {} });
     try {
