@@ -350,3 +350,96 @@ chain latency over 4 chain records: p50 25.0 ms, p95 38.5 ms, p99 39.7 ms
     expect(JSON.parse(json.stdout)).toMatchObject({ since: at(61), until: at(120), total: 0 });
   });
 });
+
+describe('admin records', () => {
+  // A window three days back, apart from the stats tests' and the last hour.
+  const from = new Date(Math.floor((Date.now() - 3 * 86_400_000) / 60_000) * 60_000);
+  const at = (minutes: number) => new Date(from.getTime() + minutes * 60_000).toISOString();
+  const window = ['--since', at(0), '--until', at(60)];
+  const SERVICE = 'pii-127-0-0-1-8081-mcp-0a1b2c3d';
+
+  beforeAll(async () => {
+    const producer = createAuditProducer({
+      queue,
+      journalPath: join(dir, 'admin-journal.ndjson'),
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    });
+    try {
+      producer.enqueue(
+        createAuditRecord({
+          kind: 'chain',
+          event: 'tools/call',
+          phase: 'request',
+          method: 'tools/call',
+          target: 'get_weather',
+          decision: 'allowed',
+          status: 'success',
+          durationMs: 5,
+          timestamp: at(1),
+        }),
+      );
+      producer.enqueue(
+        createAuditRecord({
+          kind: 'admin',
+          event: 'admin/services/register',
+          phase: 'request',
+          method: 'POST /admin/services',
+          target: SERVICE,
+          principal: { type: 'service', id: 'FLEET_ADMIN_TOKEN' },
+          decision: 'allowed',
+          status: 'success',
+          durationMs: 12,
+          timestamp: at(2),
+        }),
+      );
+      await producer.flush();
+    } finally {
+      await producer.close();
+    }
+    await vi.waitFor(
+      async () => {
+        const run = await audit(['stats', ...window, '--json']);
+        expect(JSON.parse(run.stdout)).toMatchObject({ total: 2 });
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+  }, 30_000);
+
+  it('finds who changed the chain with --kind admin and --event, and counts them in stats', async () => {
+    for (const filter of [
+      ['--kind', 'admin'],
+      ['--event', 'admin/services/register'],
+    ]) {
+      const run = await audit(['query', ...filter, ...window, '--json']);
+      expect(run.code).toBe(0);
+      const { records } = JSON.parse(run.stdout) as { records: Array<Record<string, unknown>> };
+      expect(records).toEqual([
+        expect.objectContaining({
+          kind: 'admin',
+          target: SERVICE,
+          principal: { type: 'service', id: 'FLEET_ADMIN_TOKEN' },
+        }),
+      ]);
+    }
+    const plain = await audit(['query', '--kind', 'admin', ...window]);
+    expect(plain.stdout).toContain(`POST /admin/services ${SERVICE}`);
+    expect(plain.stdout).toContain('service:FLEET_ADMIN_TOKEN');
+    expect(plain.stdout).not.toContain('get_weather');
+    const chain = await audit(['query', '--kind', 'chain', ...window, '--json']);
+    expect(
+      (JSON.parse(chain.stdout) as { records: Array<{ target: string }> }).records.map(
+        (r) => r.target,
+      ),
+    ).toEqual(['get_weather']);
+    const stats = await audit(['stats', ...window]);
+    expect(stats.stdout.split('\n')[0]).toMatch(/: 2 \(1 chain, 0 invocation, 1 admin\)$/);
+    // A service id is no tool.
+    expect(stats.stdout).not.toContain(SERVICE);
+  });
+
+  it('refuses a --kind it does not know (exit 2)', async () => {
+    const run = await audit(['query', '--kind', 'registry']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--kind');
+  });
+});

@@ -115,21 +115,28 @@ describe('fleet stdio', () => {
     const session = async (env: Record<string, string>) => {
       const cli = sourceCommand(CLI, ['stdio', '--state-dir', dir]);
       const client = new Client({ name: 'desktop', version: '1.0.0' });
-      await client.connect(
-        new StdioClientTransport({
-          ...cli,
-          cwd: dir,
-          env: {
-            LOG_LEVEL: 'warn',
-            OTEL_TRACES_EXPORTER: 'none',
-            OTEL_METRICS_EXPORTER: 'none',
-            ...env,
-          },
-          stderr: 'ignore',
-        }),
-      );
+      const transport = new StdioClientTransport({
+        ...cli,
+        cwd: dir,
+        env: {
+          LOG_LEVEL: 'warn',
+          OTEL_TRACES_EXPORTER: 'none',
+          OTEL_METRICS_EXPORTER: 'none',
+          ...env,
+        },
+        stderr: 'pipe',
+      });
+      // Kept to say why, should the session end early.
+      let stderr = '';
+      transport.stderr?.on('data', (chunk) => {
+        stderr += String(chunk);
+      });
       try {
+        await client.connect(transport);
         await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      } catch (error) {
+        await new Promise((r) => setTimeout(r, 200));
+        throw new Error(`${(error as Error).message}; the session's stderr:\n${stderr}`);
       } finally {
         await client.close();
       }

@@ -73,7 +73,7 @@ export function formatStats(stats: AuditStats): string {
       ? 'chain latency: no chain records\n'
       : `chain latency over ${chain.count} chain records: p50 ${milliseconds(chain.p50)} ms, p95 ${milliseconds(chain.p95)} ms, p99 ${milliseconds(chain.p99)} ms\n`;
   return [
-    `audit records from ${formatTime(stats.since)} to ${formatTime(stats.until)}: ${total} (${stats.byKind.chain} chain, ${stats.byKind.invocation} invocation)\n`,
+    `audit records from ${formatTime(stats.since)} to ${formatTime(stats.until)}: ${total} (${stats.byKind.chain} chain, ${stats.byKind.invocation} invocation${stats.byKind.admin ? `, ${stats.byKind.admin} admin` : ''})\n`,
     formatTable(
       ['DECISION', 'RECORDS', 'SHARE'],
       DECISIONS.map((d) => [d, String(stats.byDecision[d]), share(stats.byDecision[d])]),

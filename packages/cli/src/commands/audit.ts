@@ -20,6 +20,8 @@ const AUDIT_URL_HELP = `audit-logger base URL (default: $FLEET_AUDIT_URL, else t
 const QUERY_FLAGS = [
   ['trace', 'traceId'],
   ['tool', 'tool'],
+  ['event', 'event'],
+  ['kind', 'kind'],
   ['principal', 'principal'],
   ['decision', 'decision'],
   ['interceptor', 'interceptor'],
@@ -99,6 +101,17 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
       '--tool <name>',
       'tool, prompt or resource',
       nonEmpty('--tool', 'a tool, prompt or resource name', 'every one'),
+    )
+    .option(
+      '--event <method>',
+      'the governed event, e.g. resources/read (admin changes: admin/services/register, …)',
+      nonEmpty('--event', 'an event such as tools/call', 'every event'),
+    )
+    .addOption(
+      new Option(
+        '--kind <kind>',
+        "who wrote the record: chain (the gateway's chain), invocation (the audit interceptor), admin (changes through the admin API, and refused attempts)",
+      ).choices(['chain', 'invocation', 'admin']),
     )
     .option(
       '--principal <id>',

@@ -11,61 +11,16 @@
  * stdout is the MCP channel: nothing but the orchestrator writes to it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { journalHolder, processAlive } from '@fleet/audit/lock';
+import { processAlive } from '@fleet/audit/lock';
 import type { Command } from 'commander';
 import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { entry, makeDirectory, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
 import { shellWord } from '../hints.ts';
+import { claimJournal } from '../journal-claim.ts';
 import { nonEmpty } from '../option-values.ts';
-
-/** Most concurrent stdio sessions that get a journal of their own. */
-const MAX_JOURNALS = 16;
-
-/**
- * Claim `file` for this process: create it holding this pid, or take it over from a process
- * that is gone. False when a live process holds it (or it cannot be written).
- */
-function claim(file: string): boolean {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(file, String(process.pid), { flag: 'wx' });
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false;
-    }
-    let owner = Number.NaN;
-    try {
-      owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
-    } catch {
-      // removed meanwhile: try again
-    }
-    if (owner > 0 && processAlive(owner)) return false;
-    rmSync(file, { force: true });
-  }
-  return false;
-}
-
-/**
- * The audit journal for a new session: one per live session, the first that no live
- * orchestrator holds and no other `fleet stdio` has claimed. The claim (`<journal>.claim`,
- * holding this pid, removed by `release`) covers the seconds before the orchestrator locks
- * the journal itself, so sessions started at the same moment take different journals. A
- * journal a gone session left is taken over, and the new session replays what it holds.
- */
-function claimJournal(stateDir: string): { path: string; release: () => void } {
-  const path = (n: number) =>
-    join(stateDir, n === 1 ? 'stdio-journal.ndjson' : `stdio-journal-${n}.ndjson`);
-  for (let n = 1; n <= MAX_JOURNALS; n++) {
-    const claimFile = `${path(n)}.claim`;
-    if (journalHolder(path(n)) === undefined && claim(claimFile))
-      return { path: path(n), release: () => rmSync(claimFile, { force: true }) };
-  }
-  // All taken: the orchestrator will say the journal is in use.
-  return { path: path(1), release: () => undefined };
-}
 
 /** Add `stdio` to `program`. */
 export function addStdioCommand(program: Command, context: CommandContext): Command {
