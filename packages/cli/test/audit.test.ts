@@ -51,6 +51,37 @@ afterAll(async () => {
 const audit = (argv: readonly string[]) =>
   fleet(['audit', ...argv, '--audit', auditLogger.url, '--state-dir', dir]);
 
+/**
+ * Put `records` into the test audit-logger's queue (timestamps `at(1)`, `at(2)`, ...) and wait
+ * until its worker has stored them: `window` then holds `records.length` of them.
+ */
+async function storeRecords(
+  records: readonly AuditRecordInput[],
+  at: (minutes: number) => string,
+  window: readonly string[],
+): Promise<void> {
+  const producer = createAuditProducer({
+    queue,
+    journalPath: join(dir, `producer-${randomUUID()}.ndjson`),
+    logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+  });
+  try {
+    for (const [i, input] of records.entries())
+      producer.enqueue(createAuditRecord({ ...input, timestamp: at(1 + i) }));
+    await producer.flush();
+  } finally {
+    await producer.close();
+  }
+  // The audit-logger's worker stores them asynchronously.
+  await vi.waitFor(
+    async () => {
+      const run = await audit(['stats', ...window, '--json']);
+      expect(JSON.parse(run.stdout)).toMatchObject({ total: records.length });
+    },
+    { timeout: 20_000, interval: 200 },
+  );
+}
+
 describe('fleet audit query', () => {
   it('says when nothing matches', async () => {
     const run = await audit(['query']);
@@ -246,28 +277,7 @@ describe('fleet audit stats', () => {
     },
   ];
 
-  beforeAll(async () => {
-    const producer = createAuditProducer({
-      queue,
-      journalPath: join(dir, 'producer-journal.ndjson'),
-      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    });
-    try {
-      for (const [i, input] of RECORDS.entries())
-        producer.enqueue(createAuditRecord({ ...input, timestamp: at(1 + i) }));
-      await producer.flush();
-    } finally {
-      await producer.close();
-    }
-    // The audit-logger's worker stores them asynchronously.
-    await vi.waitFor(
-      async () => {
-        const run = await audit(['stats', ...window, '--json']);
-        expect(JSON.parse(run.stdout)).toMatchObject({ total: RECORDS.length });
-      },
-      { timeout: 20_000, interval: 200 },
-    );
-  }, 30_000);
+  beforeAll(() => storeRecords(RECORDS, at, window), 30_000);
 
   it('prints the window, decisions, busiest tools and events, interceptors and chain latency', async () => {
     const run = await audit(['stats', ...window]);
@@ -358,52 +368,37 @@ describe('admin records', () => {
   const window = ['--since', at(0), '--until', at(60)];
   const SERVICE = 'pii-127-0-0-1-8081-mcp-0a1b2c3d';
 
-  beforeAll(async () => {
-    const producer = createAuditProducer({
-      queue,
-      journalPath: join(dir, 'admin-journal.ndjson'),
-      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
-    });
-    try {
-      producer.enqueue(
-        createAuditRecord({
-          kind: 'chain',
-          event: 'tools/call',
-          phase: 'request',
-          method: 'tools/call',
-          target: 'get_weather',
-          decision: 'allowed',
-          status: 'success',
-          durationMs: 5,
-          timestamp: at(1),
-        }),
-      );
-      producer.enqueue(
-        createAuditRecord({
-          kind: 'admin',
-          event: 'admin/services/register',
-          phase: 'request',
-          method: 'POST /admin/services',
-          target: SERVICE,
-          principal: { type: 'service', id: 'FLEET_ADMIN_TOKEN' },
-          decision: 'allowed',
-          status: 'success',
-          durationMs: 12,
-          timestamp: at(2),
-        }),
-      );
-      await producer.flush();
-    } finally {
-      await producer.close();
-    }
-    await vi.waitFor(
-      async () => {
-        const run = await audit(['stats', ...window, '--json']);
-        expect(JSON.parse(run.stdout)).toMatchObject({ total: 2 });
-      },
-      { timeout: 20_000, interval: 200 },
-    );
-  }, 30_000);
+  beforeAll(
+    () =>
+      storeRecords(
+        [
+          {
+            kind: 'chain',
+            event: 'tools/call',
+            phase: 'request',
+            method: 'tools/call',
+            target: 'get_weather',
+            decision: 'allowed',
+            status: 'success',
+            durationMs: 5,
+          },
+          {
+            kind: 'admin',
+            event: 'admin/services/register',
+            phase: 'request',
+            method: 'POST /admin/services',
+            target: SERVICE,
+            principal: { type: 'service', id: 'FLEET_ADMIN_TOKEN' },
+            decision: 'allowed',
+            status: 'success',
+            durationMs: 12,
+          },
+        ],
+        at,
+        window,
+      ),
+    30_000,
+  );
 
   it('finds who changed the chain with --kind admin and --event, and counts them in stats', async () => {
     for (const filter of [
