@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deniedWith, recordAt } from '../test/stores.ts';
 import { AUDIT_RECORD_LIMITS, TRUNCATION_MARKER } from './bounds.ts';
-import { PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
+import { type AuditRecord, PAYLOAD_PREVIEW_MAX_LENGTH } from './record.ts';
 import { defaultScrubber, SCRUB_FAILED, scrubRecord } from './scrub.ts';
 
 describe('defaultScrubber', () => {
@@ -43,6 +43,31 @@ describe('scrubRecord', () => {
     expect(clean.abortReasons[0]?.reason).toBe('found [EMAIL]');
     expect(clean.interceptors[0]?.messages?.[0]?.message).toBe('phone [NUMBER]');
     expect(record).toEqual(before);
+  });
+
+  it('scrubs a validator message path, which may run through a caller-chosen key', () => {
+    const denied = deniedWith('duplicate contact');
+    const [entry] = denied.interceptors;
+    const record = recordAt(0, {
+      ...denied,
+      interceptors: [
+        {
+          ...(entry as AuditRecord['interceptors'][number]),
+          messages: [
+            { path: 'arguments.contacts["bob@example.com"]', severity: 'error', message: 'dup' },
+            { path: 'arguments.city', severity: 'warn', message: 'odd city' },
+            { severity: 'info', message: 'no path' },
+          ],
+        },
+      ],
+    });
+    const { record: clean, failed } = scrubRecord(record, defaultScrubber);
+    expect(failed).toBe(0);
+    expect(clean.interceptors[0]?.messages).toEqual([
+      { path: 'arguments.contacts["[EMAIL]"]', severity: 'error', message: 'dup' },
+      { path: 'arguments.city', severity: 'warn', message: 'odd city' },
+      { severity: 'info', message: 'no path' },
+    ]);
   });
 
   it('scrubs the target (tool, prompt name or resource URI) like the rest', () => {

@@ -39,7 +39,7 @@ export const SCRUB_FAILED = '[REDACTED: scrubber failed]';
  * A copy of `record` with its free text scrubbed: `event` and `method` (any method a client
  * makes up is an event named by it: `tools/bob@example.com`), `target` (a tool or prompt name
  * or a resource URI is caller-chosen text: `mailto:bob@example.com`), abort reasons and
- * validator messages, each then cut to its {@link AUDIT_RECORD_LIMITS} bound again with a
+ * validator messages and their paths, each then cut to its {@link AUDIT_RECORD_LIMITS} bound again with a
  * marker (a replacement such as `[EMAIL]` may be longer than what it replaced), and
  * `payloadPreview` (then cut to {@link PAYLOAD_PREVIEW_MAX_LENGTH}). No cut splits a surrogate
  * pair. A scrubber that throws blanks the text instead of leaking it; `failed` counts those.
@@ -88,6 +88,11 @@ export function scrubRecord(
             ...i,
             messages: i.messages.map((m) => ({
               ...m,
+              // A path names where the finding is, and may run through a caller's map key
+              // (`arguments.contacts.bob@example.com`).
+              ...(m.path === undefined
+                ? {}
+                : { path: cleanWithin(m.path, AUDIT_RECORD_LIMITS.pathLength) }),
               message: cleanWithin(m.message, AUDIT_RECORD_LIMITS.messageLength),
             })),
           }
