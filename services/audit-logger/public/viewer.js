@@ -4,7 +4,7 @@
 
 const TOKEN_KEY = 'fleet-audit-read-token';
 const PAGE_SIZE = 50;
-const FILTERS = ['traceId', 'tool', 'principal', 'decision', 'since', 'until'];
+const FILTERS = ['traceId', 'tool', 'principal', 'decision', 'kind', 'since', 'until'];
 
 const $ = (id) => document.getElementById(id);
 const state = {

@@ -169,6 +169,11 @@ describe('trace viewer in Chromium', () => {
     await page.click('#search-button');
     await expect.poll(() => page.locator('#records-body tr[data-id]').count()).toBe(1);
     await page.selectOption('#decision', '');
+    await page.selectOption('#kind', 'invocation');
+    await page.click('#search-button');
+    await expect.poll(() => page.locator('#records-body tr[data-id]').count()).toBe(1);
+    expect(new URL(page.url()).searchParams.get('kind')).toBe('invocation');
+    await page.selectOption('#kind', '');
     await page.fill('#traceId', trace);
     await page.click('#search-button');
     await page.locator('#trace:not([hidden])').waitFor();
