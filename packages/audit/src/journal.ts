@@ -8,10 +8,10 @@
  * torn line. A torn tail left by a crash is closed with a newline when the journal is
  * opened and then counts as one unreadable line.
  */
-import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { journalHolder, journalLockPath } from './lock.ts';
+import { claimPidFile, journalHolder, journalLockPath } from './lock.ts';
 
 const NEWLINE = 0x0a;
 const SCAN_CHUNK_BYTES = 1 << 20;
@@ -60,25 +60,14 @@ export function lockJournal(path: string): () => void {
   const lockPath = journalLockPath(path);
   if (heldLocks.has(lockPath)) throw new AuditJournalInUseError(path, process.pid);
   mkdirSync(dirname(path), { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(lockPath, `${process.pid}\n`, { flag: 'wx' });
-      heldLocks.add(lockPath);
-      return () => {
-        heldLocks.delete(lockPath);
-        rmSync(lockPath, { force: true });
-      };
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
-    }
-    const holder = journalHolder(path);
-    // Our own pid here is a lock from a previous life of a process with the same pid (a
-    // restarted container): stale, like that of a process that is gone.
-    if (holder !== undefined && holder !== process.pid)
-      throw new AuditJournalInUseError(path, holder);
+  // Our own pid in it is a lock from a previous life of a process with the same pid (a
+  // restarted container): stale, like that of a process that is gone.
+  if (!claimPidFile(lockPath)) throw new AuditJournalInUseError(path, journalHolder(path));
+  heldLocks.add(lockPath);
+  return () => {
+    heldLocks.delete(lockPath);
     rmSync(lockPath, { force: true });
-  }
-  throw new AuditJournalInUseError(path, undefined);
+  };
 }
 
 async function countLines(file: FileHandle, from: number, to: number): Promise<number> {
