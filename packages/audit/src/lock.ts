@@ -26,13 +26,8 @@ export function processAlive(pid: number): boolean {
  * file, an unreadable one, or one whose process is gone (a stale lock).
  */
 export function journalHolder(path: string): number | undefined {
-  let holder: number;
-  try {
-    holder = Number.parseInt(readFileSync(journalLockPath(path), 'utf8'), 10);
-  } catch {
-    return undefined;
-  }
-  return holder > 0 && processAlive(holder) ? holder : undefined;
+  const holder = ownerOf(journalLockPath(path));
+  return holder !== undefined && holder > 0 && processAlive(holder) ? holder : undefined;
 }
 
 /** The pid a pid file names; NaN when it names none, undefined when it is gone. */
