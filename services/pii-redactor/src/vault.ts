@@ -26,6 +26,24 @@ export interface TokenVaultOptions {
   prefix?: string;
 }
 
+/**
+ * The vault could not be read or written (Redis down or not answering). Its message is what
+ * the caller and the audit trail see as the interceptor's failure `reason`: it names the
+ * vault, never Redis's address or the client library's wording (the `cause` keeps that).
+ */
+export class VaultUnavailableError extends Error {
+  override readonly name = 'VaultUnavailableError';
+
+  constructor(operation: 'store' | 'restore', cause: unknown) {
+    super(
+      operation === 'store'
+        ? 'token vault unavailable: tokens could not be stored, so no tokenized value is released'
+        : 'token vault unavailable: tokens could not be restored',
+      { cause },
+    );
+  }
+}
+
 /** Stores and restores tokenized values. */
 export class RedisTokenVault {
   readonly #redis: Redis;
@@ -95,9 +113,11 @@ export class RedisTokenVault {
     const pipeline = this.#redis.pipeline();
     for (const [token, value] of entries)
       pipeline.set(this.#key(scope, token), this.#seal(value), 'EX', this.#ttl);
-    const results = await pipeline.exec();
+    const results = await pipeline.exec().catch((error: unknown) => {
+      throw new VaultUnavailableError('store', error);
+    });
     const failed = results?.find(([error]) => error);
-    if (failed?.[0]) throw failed[0];
+    if (failed?.[0]) throw new VaultUnavailableError('store', failed[0]);
   }
 
   /** The values of `tokens` that belong to `scope` (tokens of other scopes are absent). */
@@ -105,7 +125,11 @@ export class RedisTokenVault {
     const unique = [...new Set(tokens)];
     const found = new Map<string, string>();
     if (unique.length === 0) return found;
-    const sealed = await this.#redis.mget(...unique.map((t) => this.#key(scope, t)));
+    const sealed = await this.#redis
+      .mget(...unique.map((t) => this.#key(scope, t)))
+      .catch((error: unknown) => {
+        throw new VaultUnavailableError('restore', error);
+      });
     unique.forEach((token, i) => {
       const s = sealed[i];
       const value = s ? this.#open(s) : undefined;
