@@ -8,9 +8,10 @@
  * torn line. A torn tail left by a crash is closed with a newline when the journal is
  * opened and then counts as one unreadable line.
  */
-import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
-import { type FileHandle, mkdir, open, stat } from 'node:fs/promises';
+import { appendFileSync, rmSync } from 'node:fs';
+import { type FileHandle, open, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { makeDirectory } from './directory.ts';
 import { claimPidFile, journalHolder, journalLockPath } from './lock.ts';
 
 const NEWLINE = 0x0a;
@@ -59,7 +60,7 @@ export function assertJournalFree(path: string): void {
 export function lockJournal(path: string): () => void {
   const lockPath = journalLockPath(path);
   if (heldLocks.has(lockPath)) throw new AuditJournalInUseError(path, process.pid);
-  mkdirSync(dirname(path), { recursive: true });
+  makeDirectory(dirname(path));
   // Our own pid in it is a lock from a previous life of a process with the same pid (a
   // restarted container): stale, like that of a process that is gone.
   if (!claimPidFile(lockPath)) throw new AuditJournalInUseError(path, journalHolder(path));
@@ -166,7 +167,7 @@ export function createJournal(path: string): Journal {
 
   const ensureOpen = async (): Promise<FileHandle> => {
     if (handle) return handle;
-    await mkdir(dirname(path), { recursive: true });
+    makeDirectory(dirname(path));
     const opened = await open(path, 'a+');
     handle = opened;
     size = (await opened.stat()).size;
@@ -220,7 +221,7 @@ export function createJournal(path: string): Journal {
     appendSync(records) {
       const { text, count, unserializable } = serialise(records);
       if (count === 0) return { written: 0, unserializable };
-      mkdirSync(dirname(path), { recursive: true });
+      makeDirectory(dirname(path));
       appendFileSync(path, text);
       return { written: count, unserializable };
     },

@@ -3,9 +3,9 @@
  * pool, and PGlite (PostgreSQL compiled to WASM, in process). The store speaks only this
  * interface, so both engines run the same statements and the same migrations.
  */
-import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { makeDirectory } from './directory.ts';
 
 /** Statements inside one transaction. */
 export interface SqlTransaction {
@@ -112,7 +112,7 @@ export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine 
 
 /** PGlite with its data in `dataDir` (created if missing). First open takes seconds. */
 export async function createPgliteEngine(dataDir: string): Promise<SqlEngine> {
-  mkdirSync(dataDir, { recursive: true });
+  makeDirectory(dataDir);
   const db = await PGlite.create(dataDir);
   return {
     kind: 'pglite',

@@ -2,9 +2,9 @@
 /**
  * The audit-logger process: reads the environment once (warning about any AUDIT_* variable it
  * does not read), checks that the PGlite directory and the journal are not held by another
- * process, opens the audit store (PostgreSQL when DATABASE_URL is set, else PGlite under
- * .fleet/), starts the audit producer, the worker and the retention schedule (unless
- * AUDIT_WORKER=false), listens, and drains on SIGTERM.
+ * process, creates their directories, opens the audit store (PostgreSQL when DATABASE_URL is
+ * set, else PGlite under .fleet/), starts the audit producer, the worker and the retention
+ * schedule (unless AUDIT_WORKER=false), listens, and drains on SIGTERM.
  *
  * Env: the keys of the schema in config.ts (`AUDIT_LOGGER_VARIABLES`), plus OTEL_*; README.md
  * has the table.
@@ -21,7 +21,14 @@ import {
   createLogger,
   parseAuditLoggerEnv,
 } from './app.ts';
-import { checkLocks, type Drain, openStore, orExit, startDrain } from './store-side.ts';
+import {
+  checkLocks,
+  type Drain,
+  makeDirectories,
+  openStore,
+  orExit,
+  startDrain,
+} from './store-side.ts';
 
 let config: AuditLoggerConfig;
 try {
@@ -36,6 +43,7 @@ for (const { variable, message } of auditLoggerEnvWarnings(process.env))
   log.warn({ variable }, message);
 // Before anything slow (a PGlite store takes seconds to set up): a held lock ends the start.
 await orExit(() => checkLocks(config, config.AUDIT_JOURNAL));
+await orExit(() => makeDirectories(config, config.AUDIT_JOURNAL));
 const auditLog = auditLoggerOf(log);
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-logger', serviceVersion: '0.1.0' }),

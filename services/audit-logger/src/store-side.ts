@@ -3,6 +3,7 @@
  * AUDIT_WORKER=false) and by the standalone audit-worker: the audit store, the worker that
  * drains the queue into it (PII scrubbed on the way) and the retention schedule.
  */
+import { dirname, resolve } from 'node:path';
 import {
   AuditJournalInUseError,
   type AuditRetention,
@@ -15,6 +16,7 @@ import {
   openAuditStore,
   startAuditRetention,
 } from '@fleet/audit';
+import { makeDirectory } from '@fleet/audit/directory';
 import type { AuditWorkerConfig } from './config.ts';
 import { auditLoggerOf, type Logger } from './logger.ts';
 import { createPiiScrubber } from './scrubber.ts';
@@ -34,11 +36,34 @@ export type DrainConfig = Pick<
   | 'AUDIT_WORKER_CONCURRENCY'
 >;
 
+/** A directory the configuration names cannot be created; `cause` is the failed mkdir. */
+export class ConfiguredDirectoryError extends Error {
+  override readonly name = 'ConfiguredDirectoryError';
+  readonly code = 'DIRECTORY_UNUSABLE';
+  /** The environment variable that names it: `AUDIT_PGLITE_DIR` or `AUDIT_JOURNAL`. */
+  readonly variable: 'AUDIT_PGLITE_DIR' | 'AUDIT_JOURNAL';
+  /** The directory (resolved): the PGlite directory, or the journal's directory. */
+  readonly dir: string;
+
+  constructor(variable: ConfiguredDirectoryError['variable'], dir: string, cause: unknown) {
+    super(`${variable}: cannot create ${dir}`, { cause });
+    this.variable = variable;
+    this.dir = dir;
+  }
+}
+
 /**
  * The one line to print for a start-up failure the operator can fix (the PGlite directory or
- * the audit journal held by another live process), or `undefined` for any other error.
+ * the audit journal held by another live process, or a directory of theirs that cannot be
+ * created), or `undefined` for any other error.
  */
 export function describeStartupError(error: unknown): string | undefined {
+  if (error instanceof ConfiguredDirectoryError) {
+    const why = error.cause instanceof Error ? error.cause.message : String(error.cause);
+    return error.variable === 'AUDIT_PGLITE_DIR'
+      ? `AUDIT_PGLITE_DIR: cannot create ${error.dir} (${why}): set AUDIT_PGLITE_DIR to a directory this process can create, or share a PostgreSQL store through DATABASE_URL.`
+      : `AUDIT_JOURNAL: cannot create ${error.dir}, the audit journal's directory (${why}): set AUDIT_JOURNAL to a file in a directory this process can create.`;
+  }
   if (error instanceof AuditStoreError && error.code === 'STORE_IN_USE') {
     const held = error.cause instanceof AuditJournalInUseError ? error.cause : undefined;
     const dir = held?.path ?? '?';
@@ -73,6 +98,26 @@ export async function orExit<T>(step: () => T | Promise<T>): Promise<T> {
 export function checkLocks(config: StoreConfig, journalPath?: string): void {
   assertAuditStoreFree({ databaseUrl: config.DATABASE_URL, pgliteDir: config.AUDIT_PGLITE_DIR });
   if (journalPath !== undefined) assertJournalFree(journalPath);
+}
+
+/**
+ * Create the directories a start-up writes in: the PGlite directory (DATABASE_URL unset), then
+ * the audit journal's (when given). Here rather than where the store and the producer create
+ * them: the producer starts without a journal it cannot lock (logging it), and a path the
+ * operator got wrong should end the start, naming the variable.
+ * @throws ConfiguredDirectoryError, for {@link orExit} to word.
+ */
+export function makeDirectories(config: StoreConfig, journalPath?: string): void {
+  if (!config.DATABASE_URL) makeConfigured('AUDIT_PGLITE_DIR', resolve(config.AUDIT_PGLITE_DIR));
+  if (journalPath !== undefined) makeConfigured('AUDIT_JOURNAL', dirname(resolve(journalPath)));
+}
+
+function makeConfigured(variable: ConfiguredDirectoryError['variable'], dir: string): void {
+  try {
+    makeDirectory(dir);
+  } catch (error) {
+    throw new ConfiguredDirectoryError(variable, dir, error);
+  }
 }
 
 /** Open the audit store (PostgreSQL when DATABASE_URL is set, else PGlite) and log which. */

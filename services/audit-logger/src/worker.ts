@@ -21,7 +21,7 @@ import {
   createWorkerHttpApp,
   parseAuditWorkerEnv,
 } from './app.ts';
-import { openStore, orExit, startDrain } from './store-side.ts';
+import { makeDirectories, openStore, orExit, startDrain } from './store-side.ts';
 
 let config: AuditWorkerConfig;
 try {
@@ -34,6 +34,7 @@ try {
 const log = createLogger('audit-worker', config.LOG_LEVEL);
 for (const { variable, message } of auditWorkerEnvWarnings(process.env))
   log.warn({ variable }, message);
+await orExit(() => makeDirectories(config));
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(process.env, { serviceName: 'audit-worker', serviceVersion: '0.1.0' }),
 );

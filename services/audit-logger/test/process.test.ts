@@ -37,10 +37,14 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-/** Start main.ts in `cwd` with `env`; stopped (SIGKILL) after the test. */
-async function startMain(cwd: string, env: Record<string, string>): Promise<ServiceProcess> {
+/** Start main.ts (or `script`) in `cwd` with `env`; stopped (SIGKILL) after the test. */
+async function startMain(
+  cwd: string,
+  env: Record<string, string>,
+  script = MAIN,
+): Promise<ServiceProcess> {
   const service = await startServiceProcess({
-    ...sourceCommand(MAIN),
+    ...sourceCommand(script),
     cwd,
     env,
     readyTimeoutMs: 40_000,
@@ -49,9 +53,13 @@ async function startMain(cwd: string, env: Record<string, string>): Promise<Serv
   return service;
 }
 
-/** Start main.ts expecting it to exit 1 before it is ready: the lines it wrote on stderr. */
-async function failedStartLines(cwd: string, env: Record<string, string>): Promise<string[]> {
-  const error = await startMain(cwd, env).catch((e: unknown) => e);
+/** Start main.ts (or `script`) expecting it to exit 1 before it is ready: its stderr lines. */
+async function failedStartLines(
+  cwd: string,
+  env: Record<string, string>,
+  script = MAIN,
+): Promise<string[]> {
+  const error = await startMain(cwd, env, script).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(Error);
   const message = (error as Error).message;
   expect(message).toContain('(code 1,');
@@ -181,6 +189,29 @@ describe('audit-logger process', () => {
     expect(existsSync(join(cwd, 'own'))).toBe(false);
   }, 60_000);
 
+  // Node 20's recursive mkdir never returns there: the start-up hung before it made them itself.
+  it.each([
+    ['AUDIT_PGLITE_DIR', { AUDIT_PGLITE_DIR: '/proc/nope/pglite' }, '/proc/nope/pglite'],
+    ['AUDIT_JOURNAL', { AUDIT_JOURNAL: '/proc/nope/audit.ndjson' }, '/proc/nope'],
+  ])(
+    'exits 1 at once with one line naming %s when its directory cannot be created (/proc)',
+    async (variable, settings, dir) => {
+      const started = Date.now();
+      const lines = await failedStartLines(await tempDir(), {
+        ...quietEnv,
+        PORT: '0',
+        DATABASE_URL: '',
+        ...settings,
+      });
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^${variable}: cannot create ${dir}\\b`));
+      // The failed mkdir: ENOENT as root, EACCES for others.
+      expect(lines[0]).toMatch(/\((ENOENT|EACCES): [^)]*, mkdir '\/proc\/nope'\)/);
+    },
+    30_000,
+  );
+
   it('warns once per AUDIT_ variable it does not read, with what was meant, and starts', async () => {
     const { schema, drop } = await openSchemaStore();
     defer(drop);
@@ -270,6 +301,19 @@ describe('audit-logger process', () => {
 });
 
 describe('audit-worker process', () => {
+  it('exits 1 at once with one line naming AUDIT_PGLITE_DIR when it cannot be created (/proc)', async () => {
+    const started = Date.now();
+    const lines = await failedStartLines(
+      await tempDir(),
+      { ...quietEnv, PORT: '0', DATABASE_URL: '', AUDIT_PGLITE_DIR: '/proc/nope/pglite' },
+      WORKER,
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(lines).toEqual([
+      expect.stringMatching(/^AUDIT_PGLITE_DIR: cannot create \/proc\/nope\/pglite /),
+    ]);
+  }, 30_000);
+
   it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
     const { store, schema, drop } = await openSchemaStore();
     defer(drop);

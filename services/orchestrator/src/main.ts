@@ -12,12 +12,14 @@
 import { Console } from 'node:console';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import {
   auditLoggerFrom,
   createAuditProducer,
   DEFAULT_MAX_BUFFERED,
   registerAuditMetrics,
 } from '@fleet/audit';
+import { makeDirectory } from '@fleet/audit/directory';
 import { envInteger } from '@fleet/core';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
@@ -62,6 +64,19 @@ try {
 } catch (error) {
   fail((error as Error).message);
 }
+const journalPath = env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson';
+if (config.audit.enabled) {
+  // The producer would start without a journal it cannot lock; a path the operator got wrong
+  // ends the start instead.
+  const dir = dirname(resolve(journalPath));
+  try {
+    makeDirectory(dir);
+  } catch (error) {
+    fail(
+      `AUDIT_JOURNAL: cannot create ${dir}, the audit journal's directory (${(error as Error).message}): set AUDIT_JOURNAL to a file in a directory this process can create`,
+    );
+  }
+}
 
 if (stdio) {
   // stdout carries the MCP session: anything else that prints (e.g. the console span
@@ -94,7 +109,7 @@ const producer = config.audit.enabled
       queue: config.audit.queue,
       // One job per batch of records: BullMQ's per-job cost otherwise caps the pipeline.
       batchJobs: true,
-      journalPath: env.AUDIT_JOURNAL ?? '.fleet/orchestrator-audit.ndjson',
+      journalPath,
       maxBuffered,
       logger: auditLoggerFrom(log),
     })

@@ -5,6 +5,7 @@
  * ends a slow-loris body.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -234,6 +235,26 @@ describe('orchestrator process', () => {
       readyTimeoutMs: 10_000,
     }).catch((e: unknown) => e);
     expect(String(error)).toContain('chain.timeoutMs');
+  });
+
+  it('exits 1 at once naming AUDIT_JOURNAL when its directory cannot be created (/proc)', async () => {
+    // Node 20's recursive mkdir never returns there: the start-up hung before it made it itself.
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    defer(() => rm(dir, { recursive: true, force: true }));
+    const started = Date.now();
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd: dir,
+      env: { PORT: '0', AUDIT_JOURNAL: '/proc/nope/audit.ndjson' },
+      readyTimeoutMs: 20_000,
+    }).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const [how = '', stderr = ''] = String(error).split('--- stderr (tail) ---\n');
+    expect(how).toContain('(code 1,');
+    // One line, no stack trace; the failed mkdir is ENOENT as root, EACCES for others.
+    expect(stderr.trim()).toMatch(
+      /^AUDIT_JOURNAL: cannot create \/proc\/nope, the audit journal's directory \((ENOENT|EACCES): [^)]*, mkdir '\/proc\/nope'\): [^\n]*$/,
+    );
   });
 
   it('answers a dripping slow-loris body with 408 after limits.requestTimeoutMs and keeps serving', async () => {

@@ -13,11 +13,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { makeDirectory } from '@fleet/audit/directory';
 import { processAlive } from '@fleet/audit/lock';
 import type { Command } from 'commander';
 import { type CommandContext, DEFAULT_STATE_DIR, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { entry, makeDirectory, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
+import { entry, nodeArgs, REPO_ROOT, readFleetState } from '../fleet/local-fleet.ts';
 import { shellWord } from '../hints.ts';
 import { claimJournal } from '../journal-claim.ts';
 import { nonEmpty } from '../option-values.ts';
@@ -82,8 +83,8 @@ export function addStdioCommand(program: Command, context: CommandContext): Comm
       // The fleet's own queue, where its audit worker reads (an explicit AUDIT_QUEUE wins).
       if (!env.AUDIT_QUEUE && state?.auditQueue) env.AUDIT_QUEUE = state.auditQueue;
       if (!env.AUDIT_JOURNAL) {
-        // Here, not by the orchestrator's `mkdir -p` of the journal's directory, which Node 20
-        // never finishes where a level cannot be created (under /proc).
+        // Here, before the session's journal is claimed in it, so that a state directory that
+        // cannot be created is reported as such (with --state-dir), not as an AUDIT_JOURNAL.
         try {
           makeDirectory(stateDir);
         } catch (error) {

@@ -12,7 +12,6 @@ import {
   constants,
   createWriteStream,
   existsSync,
-  mkdirSync,
   readFileSync,
   rmdirSync,
   statSync,
@@ -23,6 +22,7 @@ import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { makeDirectory } from '@fleet/audit/directory';
 import { processAlive } from '@fleet/audit/lock';
 import { expandVariables } from '@fleet/core';
 import { parse as parseYaml } from 'yaml';
@@ -241,30 +241,6 @@ export function checkPortFree(port: number): Promise<string | undefined> {
       server.close(() => resolve(undefined)),
     );
   });
-}
-
-/**
- * Create `dir` and those of its parents that are missing, one level at a time, never with
- * `mkdir -p`: Node 20's recursive mkdir never returns where a level cannot be created but its
- * parent exists (under /proc it spins on ENOENT). Returns the levels it created, outermost
- * first.
- * @throws the error of the mkdir that failed, after removing the levels created before it.
- */
-export function makeDirectory(dir: string): string[] {
-  const missing: string[] = [];
-  for (let level = dir; !existsSync(level) && dirname(level) !== level; level = dirname(level))
-    missing.unshift(level);
-  const created: string[] = [];
-  try {
-    for (const level of missing) {
-      mkdirSync(level);
-      created.push(level);
-    }
-  } catch (error) {
-    for (const level of created.reverse()) rmdirSync(level);
-    throw error;
-  }
-  return created;
 }
 
 /** Why the state directory cannot be used, and the error behind it when there is one. */
