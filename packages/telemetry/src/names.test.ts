@@ -150,4 +150,16 @@ describe('span names', () => {
   it('names an invocation like the interceptor-kit server span', () => {
     expect(interceptorInvokeSpanName('pii-redactor')).toBe('interceptor/invoke pii-redactor');
   });
+
+  // Only prefixes of spans some process creates: the orchestrator (chain stages, invocations),
+  // the interceptor-kit (invocations) and the audit worker (`process {queue}`). Nothing creates
+  // a span for `interceptors/list` or for enqueueing an audit record.
+  it('holds exactly the span name prefixes the fleet uses', () => {
+    expect(SPAN).toEqual({
+      CHAIN_STAGE: 'fleet.chain',
+      INTERCEPTOR_INVOKE: 'interceptor/invoke',
+      AUDIT_PROCESS: 'process',
+    });
+    expect(`${SPAN.AUDIT_PROCESS} ${QUEUE.AUDIT}`).toBe('process fleet-audit');
+  });
 });

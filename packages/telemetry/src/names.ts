@@ -10,12 +10,25 @@
  * {@link RUNTIME_METRIC} and {@link QUEUE} are its sections.
  */
 export const FLEET_NAMES = {
+  /**
+   * Span names. These are all the spans the fleet creates:
+   * - `{method} {target}` (SERVER): an MCP request at the orchestrator, named by
+   *   {@link mcpSpanName} (`tools/call get_weather`);
+   * - `fleet.chain {phase} {stage}` (INTERNAL): one stage of a chain phase in the
+   *   orchestrator ({@link chainStageSpanName});
+   * - `interceptor/invoke {name}` (CLIENT in the orchestrator, SERVER in an interceptor
+   *   service; {@link interceptorInvokeSpanName});
+   * - `{method} {backend id}` (CLIENT): the orchestrator's call to an MCP backend;
+   * - `process {queue}` (CONSUMER): one insert batch of the audit worker, e.g.
+   *   `process fleet-audit`.
+   * Discovery (`interceptors/list`) and enqueueing audit records get no span of their own (with
+   * the optional `http`/`undici` auto-instrumentation, discovery's HTTP requests get its spans).
+   */
   span: {
     /**
      * Prefix of one stage of a chain phase run by the orchestrator (INTERNAL):
      * `fleet.chain {phase} {stage}`, e.g. `fleet.chain request validators` (see
-     * {@link chainStageSpanName}). The ingress span of an MCP request itself is named by
-     * {@link mcpSpanName} (`tools/call get_weather`).
+     * {@link chainStageSpanName}).
      */
     CHAIN_STAGE: 'fleet.chain',
     /**
@@ -24,12 +37,11 @@ export const FLEET_NAMES = {
      * service has no such interceptor, as the caller may send any name).
      */
     INTERCEPTOR_INVOKE: 'interceptor/invoke',
-    /** Discovery of a service's interceptors (CLIENT in the orchestrator, SERVER in the service). */
-    INTERCEPTORS_LIST: 'interceptors/list',
-    /** Enqueueing one audit record (PRODUCER); never on the request's critical path. */
-    AUDIT_SEND: 'send fleet-audit',
-    /** The audit worker processing a batch of records (CONSUMER). */
-    AUDIT_PROCESS: 'process fleet-audit',
+    /**
+     * Prefix of the audit worker's span for one insert batch (CONSUMER): `process {queue}`,
+     * e.g. `process fleet-audit` (messaging semconv: `{operation} {destination}`).
+     */
+    AUDIT_PROCESS: 'process',
   },
   attribute: {
     /** MCP method of the request, e.g. `tools/call` (semconv). */
@@ -107,7 +119,7 @@ export const FLEET_NAMES = {
     MESSAGING_SYSTEM: 'messaging.system',
     /** Queue name, e.g. `fleet-audit` (semconv). */
     MESSAGING_DESTINATION_NAME: 'messaging.destination.name',
-    /** `send` | `process` (semconv). */
+    /** `process`, on the audit worker's CONSUMER span (semconv). */
     MESSAGING_OPERATION_TYPE: 'messaging.operation.type',
     /**
      * What a recorded tool drift was, on `fleet.pins.drift.detections`: `new` (a pinned tool's

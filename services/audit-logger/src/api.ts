@@ -1,8 +1,8 @@
 /**
  * The audit query API (DESIGN.md §3), mounted at `/api/audit`:
  *
- * - `GET /records?traceId=&tool=&event=&principal=&decision=&interceptor=&since=&until=&limit=&cursor=`
- *   → `{records, nextCursor?}`, newest first;
+ * - `GET /records?traceId=&tool=&event=&principal=&decision=&kind=&interceptor=&since=&until=&limit=&cursor=`
+ *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`);
  * - `GET /traces/{traceId}` → `{traceId, records}`, oldest first;
  * - `GET /stats?since=&until=` → counts by decision, kind, tool, event, interceptor; latency
  *   percentiles;
