@@ -1,11 +1,28 @@
 /**
- * @fleet/audit: the audit record schema; the producer that queues records on BullMQ without
- * ever making a request wait (bounded buffer, spill journal, ordered replay); the worker that
+ * @fleet/audit: the audit record schema, and the `admin` records of admin API changes with
+ * their refusal bound; the producer that queues records on BullMQ without ever making a
+ * request wait (bounded buffer, spill journal, ordered replay); the worker that
  * validates, scrubs and stores them in batches, idempotently; the store (PostgreSQL, or
  * embedded PGlite) with its migrations, queries and statistics; retention; and the
  * pipeline's metrics (observable instruments on an OpenTelemetry meter).
  */
 
+export type {
+  AdminAuditor,
+  AdminAuditorOptions,
+  AdminChange,
+  AdminEvent,
+  AdminOperator,
+  AdminRecordSink,
+} from './admin-record.ts';
+export {
+  ADMIN_API_NAME,
+  ADMIN_EVENTS,
+  ADMIN_LOG_INTERVAL_MS,
+  ADMIN_REFUSALS_PER_MINUTE,
+  createAdminAuditor,
+  createAdminRecord,
+} from './admin-record.ts';
 export { AUDIT_RECORD_LIMITS, cutText, TRUNCATION_MARKER } from './bounds.ts';
 export { AuditJournalInUseError, assertJournalFree } from './journal.ts';
 export type { AuditLogger, LogFields, ObjectFirstLogger } from './logger.ts';

@@ -2,7 +2,14 @@
  * One audit record per chain execution, handed to the (never blocking) audit producer.
  * Records carry names, outcomes, timings and reasons — never payloads.
  */
-import { type AuditRecord, type AuditRecordInput, createAuditRecord } from '@fleet/audit';
+import {
+  type AdminChange,
+  type AuditRecord,
+  type AuditRecordInput,
+  createAdminAuditor,
+  createAdminRecord,
+  createAuditRecord,
+} from '@fleet/audit';
 import type { Principal } from '@fleet/core';
 import type { AdminAction } from './admin.ts';
 import type { ChainExecution, ChainObserver } from './gateway.ts';
@@ -77,46 +84,30 @@ function auditPrincipalOf(principal: Principal): NonNullable<AuditRecord['princi
     : { type: principal.type, id: principal.id };
 }
 
-/** The pseudo-interceptor an admin refusal's abort reason names. */
-export const ADMIN_API_NAME = 'admin-api';
+export { ADMIN_API_NAME, ADMIN_REFUSALS_PER_MINUTE } from '@fleet/audit';
+
+/** The shared admin change (`@fleet/audit`) of one admin API action: event `admin/services/<action>`. */
+function adminChangeOf(action: AdminAction): AdminChange {
+  const change: AdminChange = {
+    event: `admin/services/${action.action}`,
+    method: action.method,
+    outcome: action.outcome,
+    durationMs: action.durationMs,
+  };
+  if (action.service !== undefined) change.target = action.service;
+  if (action.operator) change.operator = action.operator;
+  if (action.reason !== undefined) change.reason = action.reason;
+  return change;
+}
 
 /**
  * Map one admin API change (or refused attempt) to an `admin` audit record: event
  * `admin/services/<action>`, target the service id, principal the operator; a refusal is
- * `denied` with the refusal as its abort reason.
+ * `denied` with the refusal as its abort reason (see `createAdminRecord`).
  */
 export function adminRecordOf(action: AdminAction): AuditRecord {
-  const done = action.outcome === 'done';
-  const input: AuditRecordInput = {
-    kind: 'admin',
-    event: `admin/services/${action.action}`,
-    phase: 'request',
-    method: action.method,
-    decision: done ? 'allowed' : 'denied',
-    status: done ? 'success' : 'validation_failed',
-    durationMs: action.durationMs,
-    abortReasons:
-      action.reason === undefined
-        ? []
-        : [
-            {
-              interceptor: ADMIN_API_NAME,
-              reason: action.reason,
-              type: 'validation',
-              phase: 'request',
-            },
-          ],
-  };
-  if (action.service !== undefined) input.target = action.service;
-  if (action.operator) input.principal = auditPrincipalOf(action.operator);
-  return createAuditRecord(input);
+  return createAdminRecord(adminChangeOf(action));
 }
-
-/**
- * Most refused admin attempts recorded a minute: a client hammering the admin API with bad
- * tokens must not flood the audit store. Past it they are counted and logged.
- */
-export const ADMIN_REFUSALS_PER_MINUTE = 60;
 
 /** How often a run of dropped records is logged (once, then at most this often). */
 export const DROPPED_RECORD_LOG_INTERVAL_MS = 60_000;
@@ -133,9 +124,6 @@ export function createAuditObserver(
   now: () => number = () => performance.now(),
 ): ChainObserver & { adminAction(action: AdminAction): void } {
   const dropped = logThrottle(DROPPED_RECORD_LOG_INTERVAL_MS, now);
-  const unrecorded = logThrottle(DROPPED_RECORD_LOG_INTERVAL_MS, now);
-  let windowStart = Number.NEGATIVE_INFINITY;
-  let refusals = 0;
   const enqueue = (build: () => AuditRecord) => {
     try {
       sink.enqueue(build());
@@ -151,27 +139,17 @@ export function createAuditObserver(
       }
     }
   };
+  // Admin records go through the same enqueue: one count of dropped records for both kinds.
+  const admin = createAdminAuditor(
+    { enqueue: (record) => enqueue(() => record) },
+    { logger: log && { warn: (message, fields) => log.warn(fields ?? {}, message) }, now },
+  );
   return {
     chainExecuted(execution) {
       enqueue(() => auditRecordOf(execution));
     },
     adminAction(action) {
-      if (action.outcome === 'refused') {
-        const at = now();
-        if (at - windowStart >= 60_000) {
-          windowStart = at;
-          refusals = 0;
-        }
-        if (++refusals > ADMIN_REFUSALS_PER_MINUTE) {
-          if (unrecorded.due() && log)
-            log.warn(
-              { unrecorded: unrecorded.count, perMinute: ADMIN_REFUSALS_PER_MINUTE },
-              'refused admin API attempts beyond the bound are not audited',
-            );
-          return;
-        }
-      }
-      enqueue(() => adminRecordOf(action));
+      admin.record(adminChangeOf(action));
     },
   };
 }
