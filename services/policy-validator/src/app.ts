@@ -4,7 +4,10 @@
  * Does not listen (see main.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { AdminChange, AdminEvent, AdminOperator } from '@fleet/audit';
 import {
+  bearerMatches,
   createInterceptorHost,
   createInterceptorHttpApp,
   type InterceptorHost,
@@ -73,6 +76,13 @@ export interface PolicyValidatorDeps {
   meter?: PinMetricsMeter | undefined;
   /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
   onInvoked?: ((event: InvokedEvent) => void) | undefined;
+  /**
+   * Told of every change made through the pin endpoints (an approval) and of every attempt
+   * at one refused for its credentials (401): the `admin` audit records (main.ts hands them
+   * to `@fleet/audit`'s `createAdminAuditor`). Called after the change, before the answer is
+   * sent; a throw is ignored.
+   */
+  onAdminChange?: ((change: AdminChange) => void) | undefined;
 }
 
 /** The built service. */
@@ -84,7 +94,19 @@ export interface PolicyValidatorApp extends InterceptorHttpApp {
 
 /** The express app and response of the kit's HTTP front (the service does not depend on express). */
 type Express = Parameters<NonNullable<InterceptorHttpOptions['extend']>>[0];
+type Request = Parameters<ReturnType<typeof requireBearer>>[0];
 type Response = Parameters<ReturnType<typeof requireBearer>>[1];
+type Next = Parameters<ReturnType<typeof requireBearer>>[2];
+
+/**
+ * The operator of a pin change admitted by FLEET_TOKEN: the credential, not a person
+ * (everyone who holds the token is this operator).
+ */
+export const FLEET_TOKEN_OPERATOR: AdminOperator = { type: 'service', id: 'FLEET_TOKEN' };
+/** The operator of pin endpoints that check nothing (no FLEET_TOKEN). */
+export const OPEN_OPERATOR: AdminOperator = { type: 'anonymous' };
+/** Why a pin change without the token is refused (the kit's `requireBearer` answer). */
+const TOKEN_REQUIRED = 'a valid bearer token is required';
 
 /** Longest a tool name is written to a log line: backends choose names of any length. */
 const LOGGED_TOOL_NAME_MAX = 128;
@@ -131,11 +153,51 @@ function sendError(res: Response, status: number, code: string, message: string)
 }
 
 /**
+ * The guard of a route that changes pins (`requireBearer`), and what reports the change as
+ * `event` to `onAdminChange`: the guard a refused attempt, the route (`changed`) a change it
+ * made. Reported where decided, not when the answer is sent: a client that hangs up after an
+ * approval does not take it off the trail.
+ */
+function pinChange(deps: PolicyValidatorDeps, event: AdminEvent, method: string) {
+  const { token, onAdminChange } = deps;
+  const guard = requireBearer(token);
+  const operator = token ? FLEET_TOKEN_OPERATOR : OPEN_OPERATOR;
+  const started = new WeakMap<Request, number>();
+  const report = (req: Request, outcome: AdminChange['outcome']) => {
+    if (!onAdminChange) return;
+    const change: AdminChange = {
+      event,
+      method,
+      outcome,
+      durationMs: performance.now() - (started.get(req) ?? performance.now()),
+    };
+    if (typeof req.params.tool === 'string') change.target = req.params.tool;
+    if (outcome === 'done') change.operator = operator;
+    else change.reason = TOKEN_REQUIRED;
+    try {
+      onAdminChange(change);
+    } catch {
+      // Auditing never breaks the request.
+    }
+  };
+  return {
+    guard(req: Request, res: Response, next: Next) {
+      started.set(req, performance.now());
+      if (!bearerMatches(req.headers.authorization, token)) report(req, 'refused');
+      guard(req, res, next);
+    },
+    changed: (req: Request) => report(req, 'done'),
+  };
+}
+
+/**
  * The operator's view of tool pinning, behind the same token as `/policy`: `GET /policy/pins`
- * (pins and drifts: names, digests, times) and `POST /policy/pins/{tool}/approve[?digest=]`.
+ * (pins and drifts: names, digests, times) and `POST /policy/pins/{tool}/approve[?digest=]`
+ * (audited: `admin/pins/approve`).
  */
 function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
   const guard = requireBearer(deps.token);
+  const approval = pinChange(deps, 'admin/pins/approve', 'POST /policy/pins/{tool}/approve');
   const unavailable = (res: Response, error?: unknown) => {
     if (error !== undefined) deps.log.warn({ err: String(error) }, 'tool pin store unavailable');
     sendError(
@@ -154,7 +216,7 @@ function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
       unavailable(res, error);
     }
   });
-  app.post('/policy/pins/:tool/approve', guard, async (req, res) => {
+  app.post('/policy/pins/:tool/approve', approval.guard, async (req, res) => {
     if (!deps.pins) return unavailable(res);
     const tool = typeof req.params.tool === 'string' ? req.params.tool : '';
     const expected = req.query.digest;
@@ -182,6 +244,7 @@ function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
           { tool: loggedToolName(tool), digest: outcome.pin.digest },
           'tool definition approved and pinned',
         );
+        approval.changed(req);
         res.json(outcome.pin);
     }
   });

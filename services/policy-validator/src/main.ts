@@ -1,10 +1,23 @@
 #!/usr/bin/env node
 /**
  * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
- * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins), PINNING_MAX_TOOLS
- * (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and /policy/pins),
- * LOG_LEVEL, OTEL_*. Reloads the policy when the file changes; drains on SIGTERM.
+ * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins, the audit queue),
+ * PINNING_MAX_TOOLS (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and
+ * /policy/pins), AUDIT_QUEUE (fleet-audit), AUDIT_JOURNAL (.fleet/policy-validator-audit.ndjson),
+ * AUDIT_MAX_BUFFERED (the audit producer's DEFAULT_MAX_BUFFERED), LOG_LEVEL, OTEL_*. Reloads
+ * the policy when the file changes; audits pin approvals (and refused attempts) as `admin`
+ * records; drains on SIGTERM.
  */
+import {
+  AUDIT_QUEUE,
+  AuditJournalInUseError,
+  type AuditProducer,
+  auditLoggerFrom,
+  createAdminAuditor,
+  createAuditProducer,
+  DEFAULT_MAX_BUFFERED,
+  registerAuditMetrics,
+} from '@fleet/audit';
 import { envInteger } from '@fleet/core';
 import {
   createLogger,
@@ -27,17 +40,23 @@ import {
 const REDIS_START_WAIT_MS = 5_000;
 /** Largest PINNING_MAX_TOOLS: about 200 bytes of Redis per pin, so some 200 MB. */
 const PINNING_MAX_TOOLS_LIMIT = 1_000_000;
+/** The audit journal without AUDIT_JOURNAL (relative to the working directory). */
+const DEFAULT_AUDIT_JOURNAL = '.fleet/policy-validator-audit.ndjson';
+/** Default journals tried in turn while other live processes hold them (see startAuditProducer). */
+const DEFAULT_AUDIT_JOURNALS = 16;
 
 const env = process.env;
 const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
 let port = 8082;
 let maxTools = DEFAULT_PIN_MAX_TOOLS;
+let maxBuffered = DEFAULT_MAX_BUFFERED;
 try {
   port = envInteger(env, 'PORT', 8082, { max: 65_535 });
   maxTools = envInteger(env, 'PINNING_MAX_TOOLS', DEFAULT_PIN_MAX_TOOLS, {
     min: 1,
     max: PINNING_MAX_TOOLS_LIMIT,
   });
+  maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
 } catch (error) {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(1);
@@ -80,7 +99,43 @@ try {
   process.exit(1);
 }
 
-const redis = new Redis(env.REDIS_URL || 'redis://127.0.0.1:6379', {
+const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+/**
+ * The audit producer of the pin approvals' `admin` records: it never makes a request wait and,
+ * while Redis is away, buffers and spills to its journal, replayed when Redis is back. Without
+ * AUDIT_JOURNAL, processes started from one directory (a laptop, tests) each take the first of
+ * the default journals no live process holds (`...-audit.ndjson`, `...-audit-2.ndjson`, ...);
+ * one a gone process left is taken over and replayed. A given AUDIT_JOURNAL that another live
+ * process holds ends the start.
+ */
+function startAuditProducer(): AuditProducer {
+  for (let slot = 1; ; slot++) {
+    const journalPath =
+      env.AUDIT_JOURNAL ||
+      (slot === 1 ? DEFAULT_AUDIT_JOURNAL : `.fleet/policy-validator-audit-${slot}.ndjson`);
+    try {
+      return createAuditProducer({
+        connection: redisUrl,
+        queue: env.AUDIT_QUEUE || AUDIT_QUEUE,
+        journalPath,
+        maxBuffered,
+        logger: auditLoggerFrom(log),
+      });
+    } catch (error) {
+      const taken = error instanceof AuditJournalInUseError;
+      if (taken && !env.AUDIT_JOURNAL && slot < DEFAULT_AUDIT_JOURNALS) continue;
+      process.stderr.write(`AUDIT_JOURNAL: ${(error as Error).message}\n`);
+      process.exit(1);
+    }
+  }
+}
+const producer = startAuditProducer();
+// Read from the producer's counters at each /metrics scrape: nothing per record.
+registerAuditMetrics(telemetry.meter, { producer });
+const auditor = createAdminAuditor(producer, { logger: auditLoggerFrom(log) });
+
+const redis = new Redis(redisUrl, {
   maxRetriesPerRequest: 1,
   enableOfflineQueue: false,
   connectTimeout: 2000,
@@ -103,6 +158,7 @@ app = createPolicyValidatorApp({
   metricsHandler: telemetry.metricsHandler,
   meter: telemetry.meter,
   onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
+  onAdminChange: (change) => auditor.record(change),
 });
 const listening = await listen(app.listener, {
   service: 'policy-validator',
@@ -112,6 +168,8 @@ const listening = await listen(app.listener, {
 
 onShutdown(async () => {
   await listening.close();
+  // After the last request: what Redis cannot take now is journaled, not lost.
+  await producer.close();
   source.close();
   redis.disconnect();
   await telemetry.shutdown();

@@ -10,7 +10,12 @@ import { type Logger, listen, silentLogger } from '@fleet/interceptor-kit';
 import { defer, rawPost } from '@fleet/interceptor-kit/testing';
 import { startTelemetry } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
-import { createPolicySource, createPolicyValidatorApp, RedisPinStore } from '../src/app.ts';
+import {
+  createPolicySource,
+  createPolicyValidatorApp,
+  type PolicyValidatorDeps,
+  RedisPinStore,
+} from '../src/app.ts';
 
 /** A policy that allows everything and pins tools. */
 export const PINNED = 'version: 1\ndefault: allow\npinning: {enabled: true}\n';
@@ -59,7 +64,8 @@ export function recordingLogger() {
 /**
  * The service on a free port with a Redis pin store under `prefix`; stopped after the test.
  * With `metrics`, an OpenTelemetry pipeline of its own (process globals: one such service per
- * test) serves `/metrics`.
+ * test) serves `/metrics`. `token` (default {@link TOKEN}; `null`: none, an open API) guards
+ * `/mcp`, `/policy` and `/policy/pins`; `onAdminChange` hears of pin changes.
  */
 export async function startService(options: {
   policy: string;
@@ -68,6 +74,8 @@ export async function startService(options: {
   log?: Logger;
   maxTools?: number;
   metrics?: boolean;
+  token?: string | null;
+  onAdminChange?: PolicyValidatorDeps['onAdminChange'];
 }) {
   const source = await createPolicySource({
     path: policyFile(options.policy),
@@ -83,7 +91,8 @@ export async function startService(options: {
       prefix: options.prefix,
       ...(options.maxTools === undefined ? {} : { maxTools: options.maxTools }),
     }),
-    token: TOKEN,
+    token: options.token === null ? undefined : (options.token ?? TOKEN),
+    onAdminChange: options.onAdminChange,
     meter: telemetry?.meter,
     metricsHandler: telemetry?.metricsHandler,
   });
@@ -164,6 +173,26 @@ export function sample(
       return Number(match[3]);
   }
   return undefined;
+}
+
+/**
+ * tool-filter on a `tools/list` answer of `tools`, invoked on the service (a process, say) at
+ * `url`, with `headers` (e.g. {@link AUTH}): the JSON-RPC reply.
+ */
+export async function listTools(
+  url: string,
+  tools: unknown[],
+  headers: Record<string, string> = {},
+): Promise<unknown> {
+  const params = {
+    name: 'tool-filter',
+    event: 'tools/list',
+    phase: 'response',
+    payload: { tools },
+    context: { principal: { type: 'user', id: 'op' } },
+  };
+  const request = { jsonrpc: '2.0', id: 1, method: 'interceptor/invoke', params };
+  return (await rawPost(`${url}/mcp`, request, headers)).json;
 }
 
 /** The names of a listed answer's tools. */

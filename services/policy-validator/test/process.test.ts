@@ -5,12 +5,12 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rawPost } from '@fleet/interceptor-kit/testing';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { listTools } from './pin-service.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -39,20 +39,6 @@ async function redisDel(tool: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
-}
-
-/** tool-filter on a `tools/list` answer of `tools`, invoked on the process at `url`. */
-async function listTools(url: string, tools: unknown[]): Promise<unknown> {
-  const params = {
-    name: 'tool-filter',
-    event: 'tools/list',
-    phase: 'response',
-    payload: { tools },
-    context: { principal: { type: 'user', id: 'op' } },
-  };
-  return (
-    await rawPost(`${url}/mcp`, { jsonrpc: '2.0', id: 1, method: 'interceptor/invoke', params })
-  ).json;
 }
 
 /**
