@@ -2,13 +2,12 @@
  * Journal locks taken by producers that start at the same moment, as separate processes
  * (each its own pid): exactly one holds the journal, the others are told it is in use.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sourceCommand } from '@fleet/test-fixtures';
+import { raceProcesses } from '@fleet/test-fixtures/process-race';
 import { describe, expect, it } from 'vitest';
 import { defer } from '../test/helpers.ts';
 import { claimPidFile } from './lock.ts';
@@ -18,65 +17,35 @@ const JOURNAL = fileURLToPath(new URL('./journal.ts', import.meta.url));
 const JOURNALS = 12;
 
 /**
- * Waits for `go`, then tries to lock each of the journals `<base>-0` .. `<base>-11` in turn
- * (holding those it gets), prints the indexes it holds as JSON, holds them a while.
+ * Tries to lock each of the journals `<base>-0` .. `<base>-11` in turn, holds those it gets a
+ * while (the others try while they are held), gives them back, returns their indexes.
  */
 const LOCKER = `
-import { existsSync } from 'node:fs';
 import { lockJournal } from ${JSON.stringify(JOURNAL)};
-const [base, go] = process.argv.slice(2);
-process.stdout.write('ready\\n');
-while (!existsSync(go)) await new Promise((r) => setImmediate(r));
-const held = [];
-const releases = [];
-for (let i = 0; i < ${JOURNALS}; i++) {
-  try {
-    releases.push(lockJournal(base + '-' + i));
-    held.push(i);
-  } catch (error) {
-    if (error.code !== 'JOURNAL_IN_USE') throw error;
+export default async function lockAll(base: string): Promise<number[]> {
+  const held = [];
+  const releases = [];
+  for (let i = 0; i < ${JOURNALS}; i++) {
+    try {
+      releases.push(lockJournal(base + '-' + i));
+      held.push(i);
+    } catch (error) {
+      if (error.code !== 'JOURNAL_IN_USE') throw error;
+    }
   }
+  await new Promise((r) => setTimeout(r, 1000));
+  for (const release of releases) release();
+  return held;
 }
-process.stdout.write(JSON.stringify(held) + '\\n');
-await new Promise((r) => setTimeout(r, 1000));
-for (const release of releases) release();
 `;
-
-function locker(script: string, base: string, go: string) {
-  const { command, args } = sourceCommand(script, [base, go]);
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (chunk) => {
-    out += String(chunk);
-  });
-  const ready = new Promise<void>((resolve) => {
-    const check = () => (out.includes('ready\n') ? resolve() : child.stdout.once('data', check));
-    check();
-  });
-  const held = new Promise<number[]>((resolve, reject) => {
-    child.once('exit', (code) =>
-      code === 0
-        ? resolve(JSON.parse(out.split('\n')[1] ?? '[]') as number[])
-        : reject(new Error(`exit ${code}: ${out}`)),
-    );
-  });
-  return { ready, held };
-}
 
 describe('journal locks across processes', () => {
   it('lets exactly one of the producers that start together hold each journal', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fleet-locks-'));
     defer(() => rm(dir, { recursive: true, force: true }));
-    // .mts: an ES module wherever it lies (top-level await), as tsx runs it.
-    const script = join(dir, 'locker.mts');
-    await writeFile(script, LOCKER);
     for (let round = 0; round < 3; round++) {
       const base = join(dir, `journal-${round}`);
-      const go = join(dir, `go-${round}`);
-      const lockers = Array.from({ length: 8 }, () => locker(script, base, go));
-      await Promise.all(lockers.map((l) => l.ready));
-      await writeFile(go, '');
-      const held = await Promise.all(lockers.map((l) => l.held));
+      const held = await raceProcesses<number[]>({ source: LOCKER, count: 8, args: [base] });
       // Every journal held by exactly one of them.
       expect(
         held.flat().sort((a, b) => a - b),
