@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rulesOf } from './alert-rules.ts';
 import { indexExposition, type MetricIndex } from './exposition.ts';
 import { type FleetRun, scrapeRealFleet } from './fleet-metrics.ts';
 import {
@@ -53,13 +54,6 @@ const SERVICES = [
   'audit-worker',
 ];
 
-interface AlertRule {
-  alert: string;
-  expr: string;
-  for: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
 interface Target {
   refId: string;
   expr: string;
@@ -95,13 +89,6 @@ const rendered = (name: string) => {
 };
 const ofKind = (ms: Manifest[], kind: string) => ms.filter((m) => m.kind === kind);
 
-function rulesOf(manifests: Manifest[]): AlertRule[] {
-  const rules = ofKind(manifests, 'PrometheusRule');
-  expect(rules).toHaveLength(1);
-  const [rule] = rules;
-  if (!rule) throw new Error('no PrometheusRule');
-  return (rule.spec.groups as { rules: AlertRule[] }[]).flatMap((g) => g.rules);
-}
 const ruleNamed = (manifests: Manifest[], alert: string) =>
   rulesOf(manifests).find((r) => r.alert === alert);
 

@@ -1,12 +1,14 @@
 /**
- * The chart's tool pinning alerts (deploy/helm, `monitoring.prometheusRule`) against this
- * service: rendered with helm only where pinning can be on, in valid PromQL, on this release's
- * policy-validator job, and asking only for series and labels the service's real `/metrics`
- * serves after a drift and a full store. Uses the chart checks' helpers (test/deploy), which
- * cover the fleet's other alerts; theirs render the default policy, without pinning.
+ * The chart's tool pinning alerts (`monitoring.prometheusRule`, with the policy-validator's
+ * pinning on): rendered only where pinning can be on, in valid PromQL, on this release's
+ * policy-validator job, and asking only for series and labels the real service's `/metrics`
+ * serves after a drift and a full pin store. The fleet's other alerts are checked in
+ * monitoring.test.ts, on the default policy, which does not pin.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { indexExposition } from '../../../test/deploy/src/exposition.ts';
+import { type AlertRule, rulesOf } from './alert-rules.ts';
+import { indexExposition } from './exposition.ts';
+import { scrapePinningPolicyValidator } from './fleet-metrics.ts';
 import {
   cleanupHelmHome,
   helmBinary,
@@ -14,29 +16,15 @@ import {
   NAMESPACE,
   RELEASE,
   renderChart,
-} from '../../../test/deploy/src/helm.ts';
-import { usageProblems } from '../../../test/deploy/src/metric-usage.ts';
-import { analyzePromql, outputLabels } from '../../../test/deploy/src/promql.ts';
-import { PINNED, poisoned, readFile, search, sharedRedis, startService } from './pin-service.ts';
+} from './helm.ts';
+import { usageProblems } from './metric-usage.ts';
+import { analyzePromql, outputLabels } from './promql.ts';
 
 const ALERTS = ['FleetToolDefinitionDrifted', 'FleetToolPinStoreFull'];
 const RULES_ON = ['monitoring.prometheusRule.enabled=true'];
 const PINNING_ON = [...RULES_ON, 'policyValidator.policy.pinning.enabled=true'];
 const JOB = `${RELEASE}-interceptor-fleet-policy-validator`;
 
-interface AlertRule {
-  alert: string;
-  expr: string;
-  for: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
-
-function rulesOf(manifests: Manifest[]): AlertRule[] {
-  return manifests
-    .filter((m) => m.kind === 'PrometheusRule')
-    .flatMap((m) => (m.spec.groups as { rules: AlertRule[] }[]).flatMap((g) => g.rules));
-}
 const pinningRules = (manifests: Manifest[]) =>
   rulesOf(manifests).filter((r) => ALERTS.includes(r.alert));
 
@@ -109,16 +97,15 @@ describe('tool pinning alerts', () => {
   });
 
   it("ask only for series the service's /metrics serves after a drift and a full store", async () => {
-    const store = sharedRedis();
-    const svc = await startService({ policy: PINNED, ...store, maxTools: 2, metrics: true });
-    await svc.list(readFile, search);
-    await svc.list(poisoned, search, { ...search, name: 'fetch' });
-    const index = indexExposition(await svc.metrics(), 'policy-validator');
+    const run = await scrapePinningPolicyValidator();
+    expect(run.answers.pinned?.result).toMatchObject({ modified: false, info: { kept: 2 } });
+    expect(run.answers.drifted?.result).toMatchObject({ modified: true, info: { drifted: 1 } });
+    const index = indexExposition(run.scrape, 'policy-validator');
     expect(
       usageProblems(
         withPinning.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
         index,
       ),
     ).toEqual([]);
-  });
+  }, 90_000);
 });
