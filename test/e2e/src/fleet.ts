@@ -6,7 +6,7 @@
  * everything it created, also after a start that failed half-way.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +47,13 @@ export interface E2eFleetOptions {
   extraBackends?: boolean;
   /** Top-level YAML for the orchestrator config. Default {@link TOKENS_AUTH}. */
   extraConfig?: string;
+  /**
+   * The fleet's Redis (`REDIS_URL`), e.g. a private `redis-server` a test stops and starts.
+   * Default the shared one on 127.0.0.1:6379, whose keys of this run `stop()` removes.
+   */
+  redisUrl?: string;
+  /** The policy-validator's policy (YAML, `POLICY_FILE`). Default the demo policy. */
+  policy?: string;
 }
 
 /** A running fleet and what was started with it. */
@@ -80,6 +87,7 @@ export async function startE2eFleet(options: E2eFleetOptions = {}): Promise<E2eF
   // Registered first, so it runs last: after every process has stopped.
   cleanups.push(() => rm(stateDir, { recursive: true, force: true }));
   cleanups.push(async () => {
+    if (options.redisUrl) return; // a private Redis: its owner removes it
     const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
     try {
       await redis.connect();
@@ -136,7 +144,12 @@ export async function startE2eFleet(options: E2eFleetOptions = {}): Promise<E2eF
       AUDIT_QUEUE: queue,
       LOG_LEVEL: 'warn',
       DATABASE_URL: databaseUrl,
+      ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     };
+    if (options.policy !== undefined) {
+      env.POLICY_FILE = join(stateDir, 'test-policy.yaml');
+      writeFileSync(env.POLICY_FILE, options.policy);
+    }
     if (receiver) {
       env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
       env.OTEL_BSP_SCHEDULE_DELAY = '100';
