@@ -28,7 +28,7 @@ export type { AdminAction } from './admin.ts';
 export { ConfigError, type OrchestratorConfig, parseConfig } from './config.ts';
 export type { ChainExecution, ChainObserver } from './gateway.ts';
 export { createLogger, type Logger, silentLogger } from './logger.ts';
-export { serviceIdOf } from './registry.ts';
+export { REDIS_CLIENT_OPTIONS, serviceIdOf } from './registry.ts';
 
 /** What the orchestrator is built from. */
 export interface OrchestratorDeps {

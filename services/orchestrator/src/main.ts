@@ -30,6 +30,7 @@ import {
   createOrchestrator,
   exposureWarnings,
   parseConfig,
+  REDIS_CLIENT_OPTIONS,
 } from './app.ts';
 import { createAuditObserver } from './audit.ts';
 
@@ -87,16 +88,8 @@ const telemetry = startTelemetry(
   telemetryOptionsFromEnv(env, { serviceName: 'orchestrator', serviceVersion: '0.1.0' }),
 );
 const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
-// A Redis that accepts connections but never answers must not hang start-up or requests:
-// each command gives up after commandTimeout (registrations then load when Redis is back).
-const redisOptions = {
-  maxRetriesPerRequest: 2,
-  lazyConnect: false,
-  connectTimeout: 5000,
-  commandTimeout: 5000,
-};
-const redis = new Redis(redisUrl, redisOptions);
-const subscriber = new Redis(redisUrl, redisOptions);
+const redis = new Redis(redisUrl, { ...REDIS_CLIENT_OPTIONS });
+const subscriber = new Redis(redisUrl, { ...REDIS_CLIENT_OPTIONS });
 for (const connection of [redis, subscriber]) {
   connection.on('error', (error: Error) =>
     log.warn({ err: error.message }, 'redis connection error'),

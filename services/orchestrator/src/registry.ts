@@ -83,6 +83,18 @@ async function servesInvoke(remote: RemoteService): Promise<boolean> {
 }
 
 /** A registry operation that failed, with the HTTP status the admin API answers. */
+/**
+ * How the orchestrator connects to Redis (registry, pub/sub): a Redis that accepts
+ * connections but never answers must not hang start-up or requests, so each command gives
+ * up after `commandTimeout` (registrations then load when Redis is back).
+ */
+export const REDIS_CLIENT_OPTIONS = {
+  maxRetriesPerRequest: 2,
+  lazyConnect: false,
+  connectTimeout: 5000,
+  commandTimeout: 5000,
+} as const;
+
 export class RegistryError extends Error {
   override readonly name = 'RegistryError';
   constructor(
@@ -588,7 +600,10 @@ export class Registry {
     await entry.remote.close();
   }
 
-  /** Re-discover one service now. @throws {RegistryError} */
+  /**
+   * Re-discover one service now.
+   * @throws {RegistryError} 404 unknown, 422/502 from discovery, 503 when Redis does not take it.
+   */
   async refresh(id: string): Promise<ServiceView> {
     const entry = this.#entries.get(id);
     if (!entry) throw new RegistryError(404, `no service with id "${id}"`, { id });
@@ -596,7 +611,16 @@ export class Registry {
     this.#rebuild();
     if (failure) throw failure;
     if (entry.source === 'admin' && this.#options.redis) {
-      await this.#persist(this.#options.redis, entry);
+      try {
+        await this.#persist(this.#options.redis, entry);
+      } catch (error) {
+        // In force on this replica already; Redis keeps the previous registration.
+        throw new RegistryError(
+          503,
+          `refreshed, but could not persist the registration: ${(error as Error).message}`,
+          { id },
+        );
+      }
     }
     return this.#view(entry);
   }

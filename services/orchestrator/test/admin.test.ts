@@ -5,6 +5,7 @@
 import { request } from 'node:http';
 import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
+import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { serviceIdOf } from '../src/app.ts';
@@ -313,4 +314,53 @@ describe('admin API', () => {
     for (const query of ['event=a&event=b', 'event=%00', `event=${'x'.repeat(300)}`])
       expect((await admin(gw.base, `/chain?${query}`)).status).toBe(400);
   });
+
+  it('refuses a body over 256 KiB with 413 and registers nothing', async () => {
+    const service = await serveInterceptors([gate]);
+    const gw = await startGateway('', { adminToken: ADMIN });
+    const res = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url, pad: 'x'.repeat(300 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: 'the body is too large' });
+    const listed = (await (await admin(gw.base, '/services')).json()) as { services: unknown[] };
+    expect(listed.services).toEqual([]);
+  });
+
+  it('answers 503 when Redis does not take a registration, refresh or removal', async () => {
+    const server = await startRedisServer();
+    const service = await serveInterceptors([gate]);
+    const gw = await startGateway('', { adminToken: ADMIN, redisUrl: server.url });
+    const registered = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url }),
+    });
+    expect(registered.status).toBe(201);
+    const { id } = (await registered.json()) as { id: string };
+
+    await server.kill();
+    const other = await serveInterceptors([shout]);
+    const refused = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: other.url }),
+    });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { error: string }).error).toMatch(
+      /^could not persist the registration/,
+    );
+    const refreshed = await admin(gw.base, `/services/${id}/refresh`, { method: 'POST' });
+    expect(refreshed.status).toBe(503);
+    expect(await refreshed.json()).toEqual({
+      error: expect.stringMatching(/^refreshed, but could not persist the registration/),
+      details: { id },
+    });
+    const removed = await admin(gw.base, `/services/${id}`, { method: 'DELETE' });
+    expect(removed.status).toBe(503);
+    // Nothing changed: the first service is still registered, the refused one is not.
+    const listed = (await (await admin(gw.base, '/services')).json()) as {
+      services: Array<{ id: string }>;
+    };
+    expect(listed.services.map((s) => s.id)).toEqual([id]);
+  }, 30_000);
 });

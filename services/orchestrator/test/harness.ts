@@ -35,6 +35,7 @@ import {
   type Logger,
   type Orchestrator,
   parseConfig,
+  REDIS_CLIENT_OPTIONS,
   silentLogger,
 } from '../src/app.ts';
 
@@ -56,6 +57,11 @@ export interface TestGateway {
 export interface StartGatewayOptions {
   /** Use Redis (registry persistence and pub/sub). Default true. */
   redis?: boolean;
+  /**
+   * A Redis of the test's own (e.g. a private `redis-server` it stops), connected with the
+   * options main.ts uses. Default the shared one on 127.0.0.1:6379.
+   */
+  redisUrl?: string;
   /** Share a registry prefix with another gateway (replicas). */
   prefix?: string;
   adminToken?: string;
@@ -77,10 +83,15 @@ export async function startGateway(
     `${configText}\nregistry: {prefix: ${prefix}, healthIntervalMs: 200}\n`,
   );
   const useRedis = options.redis ?? true;
-  const redis = useRedis
-    ? new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: false })
-    : undefined;
-  const subscriber = useRedis ? new Redis({ host: '127.0.0.1', port: 6379 }) : undefined;
+  const connect = () => {
+    if (options.redisUrl === undefined)
+      return new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: false });
+    const connection = new Redis(options.redisUrl, { ...REDIS_CLIENT_OPTIONS });
+    connection.on('error', () => undefined);
+    return connection;
+  };
+  const redis = useRedis ? connect() : undefined;
+  const subscriber = useRedis ? connect() : undefined;
   const executions: ChainExecution[] = [];
   const orchestrator = createOrchestrator({
     config,
