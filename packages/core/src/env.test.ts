@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these are configuration texts with ${VAR}, not templates
 import { describe, expect, it } from 'vitest';
 import { NOT_DIGITS } from '../test/scenarios.ts';
-import { envInteger, expandVariables, integerProblem } from './env.ts';
+import { envInteger, envLogLevel, expandVariables, integerProblem, LOG_LEVELS } from './env.ts';
 
 describe('expandVariables', () => {
   it.each([
@@ -44,4 +44,21 @@ describe('envInteger', () => {
     expect(integerProblem('0', 1)).toBe('must be an integer >= 1 (digits only)');
     expect(integerProblem('3', 1, 5)).toBeUndefined();
   });
+});
+
+describe('envLogLevel', () => {
+  it('reads each level, and info when unset or empty', () => {
+    for (const level of LOG_LEVELS) expect(envLogLevel({ LOG_LEVEL: level })).toBe(level);
+    expect(envLogLevel({})).toBe('info');
+    expect(envLogLevel({ LOG_LEVEL: '' })).toBe('info');
+  });
+
+  it.each(['loud', 'INFO', ' info', 'warning'])(
+    'refuses %j naming the variable and the levels',
+    (text) => {
+      expect(() => envLogLevel({ LOG_LEVEL: text })).toThrow(
+        `LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got ${JSON.stringify(text)}`,
+      );
+    },
+  );
 });

@@ -49,3 +49,24 @@ export function envInteger(
     throw new Error(`${name} ${problem}, got ${JSON.stringify(text.slice(0, 64))}`);
   return Number(text);
 }
+
+/** The log levels a service's `LOG_LEVEL` may name (pino's, most verbose first). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * `LOG_LEVEL`, or `info` when it is unset or empty.
+ * @throws {Error} naming the variable, the levels and what it got, for any other value.
+ */
+export function envLogLevel(env: Readonly<Record<string, string | undefined>>): LogLevel {
+  const text = env.LOG_LEVEL;
+  if (text === undefined || text === '') return 'info';
+  const level = LOG_LEVELS.find((l) => l === text);
+  if (level === undefined)
+    throw new Error(
+      `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(text.slice(0, 64))}`,
+    );
+  return level;
+}

@@ -23,7 +23,14 @@ export type {
   RunChainOptions,
 } from './chain.ts';
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
-export { envInteger, expandVariables, integerProblem } from './env.ts';
+export {
+  envInteger,
+  envLogLevel,
+  expandVariables,
+  integerProblem,
+  LOG_LEVELS,
+  type LogLevel,
+} from './env.ts';
 export type {
   FleetErrorCode,
   FleetErrorOptions,

@@ -9,7 +9,7 @@ import {
   DEFAULT_PGLITE_DIR,
   DEFAULT_RETENTION_DAYS,
 } from '@fleet/audit';
-import { integerProblem, unknownKeyMessage } from '@fleet/core';
+import { integerProblem, LOG_LEVELS, unknownKeyMessage } from '@fleet/core';
 import { z } from 'zod';
 
 /** The configuration cannot be used; the message names each bad variable. */
@@ -66,9 +66,7 @@ const SharedSchema = {
   AUDIT_RETENTION_DAYS: optional(integer(1, 36_500)).transform((v) => v ?? DEFAULT_RETENTION_DAYS),
   AUDIT_BATCH_SIZE: optional(integer(1, 10_000)),
   AUDIT_WORKER_CONCURRENCY: optional(integer(1, 100_000)),
-  LOG_LEVEL: optional(
-    z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
-  ).transform((v) => v ?? 'info'),
+  LOG_LEVEL: optional(z.enum(LOG_LEVELS)).transform((v) => v ?? 'info'),
 };
 
 const AuditLoggerEnvSchema = z.object({

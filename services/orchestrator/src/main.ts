@@ -20,7 +20,7 @@ import {
   registerAuditMetrics,
 } from '@fleet/audit';
 import { makeDirectory } from '@fleet/audit/directory';
-import { envInteger } from '@fleet/core';
+import { envInteger, envLogLevel, type LogLevel } from '@fleet/core';
 import { listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -36,12 +36,18 @@ import { createAuditObserver } from './audit.ts';
 
 const env = process.env;
 const stdio = process.argv.includes('--stdio');
-const log = createLogger('orchestrator', env.LOG_LEVEL ?? 'info');
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }
+let level: LogLevel = 'info';
+try {
+  level = envLogLevel(env);
+} catch (error) {
+  fail((error as Error).message);
+}
+const log = createLogger('orchestrator', level);
 
 let configText = '';
 if (env.FLEET_CONFIG) {

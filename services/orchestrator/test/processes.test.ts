@@ -237,6 +237,19 @@ describe('orchestrator process', () => {
     expect(String(error)).toContain('chain.timeoutMs');
   });
 
+  it('refuses a LOG_LEVEL it does not know with one line naming it (not a logger stack)', async () => {
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', LOG_LEVEL: 'loud' },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    expect(error).toContain(
+      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
+    );
+    expect(error).not.toMatch(/\n\s+at /);
+  });
+
   it('exits 1 at once naming AUDIT_JOURNAL when its directory cannot be created (/proc)', async () => {
     // Node 20's recursive mkdir never returns there: the start-up hung before it made it itself.
     const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));

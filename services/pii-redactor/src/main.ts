@@ -8,10 +8,11 @@
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
-import { envInteger } from '@fleet/core';
+import { envInteger, envLogLevel, type LogLevel } from '@fleet/core';
 import {
   createLogger,
   createReloadingFile,
+  type Listening,
   listen,
   observeInvocations,
   onShutdown,
@@ -23,17 +24,19 @@ import { Redis } from 'ioredis';
 import { createPiiRedactorApp, engineFor, parsePiiConfigText, RedisTokenVault } from './app.ts';
 
 const env = process.env;
-const log = createLogger('pii-redactor', env.LOG_LEVEL ?? 'info');
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }
 let port = 8081;
+let level: LogLevel = 'info';
 try {
+  level = envLogLevel(env);
   port = envInteger(env, 'PORT', 8081, { max: 65_535 });
 } catch (error) {
   fail((error as Error).message);
 }
+const log = createLogger('pii-redactor', level);
 
 let file: ReloadingFile<PiiConfig> | undefined;
 let config: PiiConfig;
@@ -102,15 +105,17 @@ const app = createPiiRedactorApp({
   onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
   logger: log,
 });
-const listening = await listen(app.listener, {
-  service: 'pii-redactor',
-  host: env.HOST || '127.0.0.1',
-  port,
-});
-
+let listening: Listening | undefined;
+// Registered before the start-up line, which tells a supervisor the process is ready: a
+// SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
 onShutdown(async () => {
-  await listening.close();
+  await listening?.close();
   file?.close();
   redis.disconnect();
   await telemetry.shutdown();
+});
+listening = await listen(app.listener, {
+  service: 'pii-redactor',
+  host: env.HOST || '127.0.0.1',
+  port,
 });

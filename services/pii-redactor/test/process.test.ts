@@ -61,6 +61,19 @@ describe('pii-redactor process', () => {
     expect(error).toContain(message);
   });
 
+  it('refuses a LOG_LEVEL it does not know with one line naming it (not a logger stack)', async () => {
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', LOG_LEVEL: 'loud' },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    expect(error).toContain(
+      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
+    );
+    expect(error).not.toMatch(/\n\s+at /);
+  });
+
   it('rejects an edit with a misspelt key, keeps the config in force and logs why', async () => {
     const path = configFile('defaultStrategy: mask\n');
     const proc = await startServiceProcess({
