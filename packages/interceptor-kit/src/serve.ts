@@ -39,7 +39,11 @@ export interface Listening {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listen with `listener` and announce the base URL. */
+/**
+ * Listen with `listener` and announce the base URL. The start-up line tells a supervisor the
+ * process is ready, so register {@link onShutdown} before calling this: until a handler is
+ * installed, a SIGTERM ends the process by the signal, without draining.
+ */
 export async function listen(
   listener: RequestListener,
   options: ListenOptions,

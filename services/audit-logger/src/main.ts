@@ -10,7 +10,7 @@
  * has the table.
  */
 import { createAuditProducer, registerAuditMetrics } from '@fleet/audit';
-import { listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
+import { type Listening, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditLoggerConfig,
@@ -81,7 +81,20 @@ const service = createAuditLoggerApp({
   logger: log,
   onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
 });
-const listening = await listen(service.listener, {
+let listening: Listening | undefined;
+// Registered before the start-up line, which tells a supervisor the process is ready: a
+// SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
+onShutdown(async () => {
+  // In-flight invocations finish (their records are queued), then the producer delivers
+  // or journals what it holds, the worker stores its current batch, and the store closes.
+  await listening?.close();
+  await producer.close();
+  await drain?.close();
+  await store.close();
+  log.info({}, 'audit-logger stopped');
+  await telemetry.shutdown();
+});
+listening = await listen(service.listener, {
   service: 'audit-logger',
   host: config.HOST,
   port: config.PORT,
@@ -90,14 +103,3 @@ log.info(
   { url: listening.url, worker: config.AUDIT_WORKER, retentionDays: config.AUDIT_RETENTION_DAYS },
   'audit-logger listening',
 );
-
-onShutdown(async () => {
-  // In-flight invocations finish (their records are queued), then the producer delivers
-  // or journals what it holds, the worker stores its current batch, and the store closes.
-  await listening.close();
-  await producer.close();
-  await drain?.close();
-  await store.close();
-  log.info({}, 'audit-logger stopped');
-  await telemetry.shutdown();
-});

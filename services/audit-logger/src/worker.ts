@@ -11,7 +11,7 @@
  * AUDIT_WORKER=false against PostgreSQL instead.
  */
 import { registerAuditMetrics } from '@fleet/audit';
-import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { type Listening, listen, onShutdown } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditWorkerConfig,
@@ -47,7 +47,17 @@ const app = createWorkerHttpApp({
   ready: async () => worker.isRunning() && (await store.ping()),
   metricsHandler: telemetry.metricsHandler,
 });
-const listening = await listen(app, {
+let listening: Listening | undefined;
+// Registered before the start-up line, which tells a supervisor the process is ready: a
+// SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
+onShutdown(async () => {
+  await listening?.close();
+  await drain.close();
+  await store.close();
+  log.info({}, 'audit worker stopped');
+  await telemetry.shutdown();
+});
+listening = await listen(app, {
   service: 'audit-worker',
   host: config.HOST,
   port: config.PORT,
@@ -56,11 +66,3 @@ log.info(
   { url: listening.url, retentionDays: config.AUDIT_RETENTION_DAYS },
   'audit worker running',
 );
-
-onShutdown(async () => {
-  await listening.close();
-  await drain.close();
-  await store.close();
-  log.info({}, 'audit worker stopped');
-  await telemetry.shutdown();
-});

@@ -1,7 +1,8 @@
 /**
  * Both entry points as real processes: `main.ts` (audit-logger, default PGlite under
  * `.fleet/` of its cwd, worker in process) and `worker.ts` (audit-worker against PostgreSQL):
- * start-up line, health, metrics, records end to end, graceful SIGTERM.
+ * start-up line, health, metrics, records end to end, graceful SIGTERM (also one sent right
+ * after the start-up line).
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -66,6 +67,29 @@ async function failedStartLines(
   const [, stderr = ''] = message.split('--- stderr (tail) ---\n');
   expect(stderr).not.toMatch(/^\s+at /m);
   return stderr.trim().split('\n');
+}
+
+/**
+ * Start `script` a few times (on PostgreSQL) and send each a SIGTERM as soon as its start-up
+ * line appears: each must drain and exit 0. The line says the process is ready; the SIGTERM
+ * handler used to come after it, and such a SIGTERM could end the process by the signal.
+ */
+async function expectDrainOnSigtermAtStartupLine(script: string): Promise<void> {
+  const { schema, drop } = await openSchemaStore();
+  defer(drop);
+  const cwd = await tempDir();
+  const prefix = uniquePrefix();
+  for (let run = 0; run < 4; run++) {
+    const service = await startMain(
+      cwd,
+      { ...quietEnv, PORT: '0', DATABASE_URL, AUDIT_DB_SCHEMA: schema, AUDIT_PREFIX: prefix },
+      script,
+    );
+    expect(await service.stop(), `run ${run}:\n${service.stderr()}`).toEqual({
+      code: 0,
+      signal: null,
+    });
+  }
 }
 
 /** One `interceptor/invoke` of the `audit-logger` interceptor (a `prompts/get` request by ada). */
@@ -236,6 +260,10 @@ describe('audit-logger process', () => {
     expect(await service.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
   }, 60_000);
 
+  it('drains on a SIGTERM sent as soon as its start-up line appears', async () => {
+    await expectDrainOnSigtermAtStartupLine(MAIN);
+  }, 120_000);
+
   it('drains and exits 0 on SIGTERM while Redis is down', async () => {
     const redis = await startRedisServer();
     const { schema, drop } = await openSchemaStore();
@@ -313,6 +341,10 @@ describe('audit-worker process', () => {
       expect.stringMatching(/^AUDIT_PGLITE_DIR: cannot create \/proc\/nope\/pglite /),
     ]);
   }, 30_000);
+
+  it('drains on a SIGTERM sent as soon as its start-up line appears', async () => {
+    await expectDrainOnSigtermAtStartupLine(WORKER);
+  }, 120_000);
 
   it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
     const { store, schema, drop } = await openSchemaStore();

@@ -1,6 +1,6 @@
 /**
  * The service as a process: the start-up line, a refused bad config, a rejected bad edit,
- * graceful stop.
+ * graceful stop (also on a SIGTERM right after the start-up line).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -32,6 +32,18 @@ describe('pii-redactor process', () => {
     expect((await fetch(`${proc.url}/readyz`)).status).toBe(200);
     expect((await proc.stop()).code).toBe(0);
     expect(proc.stderr()).toContain('every entity type is detected');
+  });
+
+  it('drains on a SIGTERM sent as soon as its start-up line appears', async () => {
+    // The line says the process is ready; its SIGTERM handler used to come after it, and
+    // such a SIGTERM ended the process by the signal (code null) in most runs.
+    for (let run = 0; run < 4; run++) {
+      const proc = await startServiceProcess({
+        ...sourceCommand(MAIN),
+        env: { PORT: '0', PII_HMAC_KEY: 'k'.repeat(32) },
+      });
+      expect(await proc.stop(), `run ${run}:\n${proc.stderr()}`).toEqual({ code: 0, signal: null });
+    }
   });
 
   it.each([

@@ -8,6 +8,7 @@
  * the policy when the file changes; audits pin approvals (and refused attempts) as `admin`
  * records; drains on SIGTERM.
  */
+import { dirname, resolve } from 'node:path';
 import {
   AUDIT_QUEUE,
   AuditJournalInUseError,
@@ -18,9 +19,11 @@ import {
   DEFAULT_MAX_BUFFERED,
   registerAuditMetrics,
 } from '@fleet/audit';
+import { makeDirectory } from '@fleet/audit/directory';
 import { envInteger } from '@fleet/core';
 import {
   createLogger,
+  type Listening,
   listen,
   observeInvocations,
   onShutdown,
@@ -59,6 +62,17 @@ try {
   maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
 } catch (error) {
   process.stderr.write(`${(error as Error).message}\n`);
+  process.exit(1);
+}
+// The producer would start without a journal it cannot lock (it only logs that); a directory
+// the operator got wrong ends the start instead. The default journals share one directory.
+const journalDir = dirname(resolve(env.AUDIT_JOURNAL || DEFAULT_AUDIT_JOURNAL));
+try {
+  makeDirectory(journalDir);
+} catch (error) {
+  process.stderr.write(
+    `AUDIT_JOURNAL: cannot create ${journalDir}, the audit journal's directory (${(error as Error).message}): set AUDIT_JOURNAL to a file in a directory this process can create\n`,
+  );
   process.exit(1);
 }
 const telemetry = startTelemetry(
@@ -160,17 +174,19 @@ app = createPolicyValidatorApp({
   onInvoked: observeInvocations({ metrics: telemetry.metrics, logger: log }),
   onAdminChange: (change) => auditor.record(change),
 });
-const listening = await listen(app.listener, {
-  service: 'policy-validator',
-  host: env.HOST || '127.0.0.1',
-  port,
-});
-
+let listening: Listening | undefined;
+// Registered before the start-up line, which tells a supervisor the process is ready: a
+// SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
 onShutdown(async () => {
-  await listening.close();
+  await listening?.close();
   // After the last request: what Redis cannot take now is journaled, not lost.
   await producer.close();
   source.close();
   redis.disconnect();
   await telemetry.shutdown();
+});
+listening = await listen(app.listener, {
+  service: 'policy-validator',
+  host: env.HOST || '127.0.0.1',
+  port,
 });

@@ -1,6 +1,9 @@
-/** The service as a process: the start-up line, a refused bad policy, the allow-all warning. */
+/**
+ * The service as a process: the start-up line, a SIGTERM right after it, a refused bad policy
+ * or journal directory, the allow-all warning.
+ */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +168,42 @@ describe('policy-validator process', () => {
     const exit = await proc.stop();
     expect(exit.code).toBe(0);
     expect(proc.stderr()).toContain('the policy allows everything');
+  });
+
+  it('drains on a SIGTERM sent as soon as its start-up line appears', async () => {
+    // The line says the process is ready; its SIGTERM handler used to come after it, and
+    // such a SIGTERM ended the process by the signal (code null) in about half the runs.
+    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    try {
+      for (let run = 0; run < 4; run++) {
+        const proc = await startServiceProcess({
+          ...sourceCommand(MAIN),
+          cwd: dir,
+          env: { PORT: '0', REDIS_URL: 'redis://127.0.0.1:6379' },
+        });
+        expect(await proc.stop(), `run ${run}:\n${proc.stderr()}`).toEqual({
+          code: 0,
+          signal: null,
+        });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to start, in one line naming AUDIT_JOURNAL, when its directory cannot be created', async () => {
+    // The producer started without a journal it could not lock, only logging it: approvals
+    // Redis could not take were lost. (Node 20's recursive mkdir under /proc never returns.)
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', AUDIT_JOURNAL: '/proc/nope/audit.ndjson' },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    // Nothing else on stderr; the failed mkdir is ENOENT as root, EACCES for others.
+    expect(error.split('--- stderr (tail) ---\n')[1]).toMatch(
+      /^AUDIT_JOURNAL: cannot create \/proc\/nope, the audit journal's directory \((ENOENT|EACCES): [^)]*, mkdir '\/proc\/nope'\): set AUDIT_JOURNAL to [^\n]*$/,
+    );
   });
 
   it('with FLEET_TOKEN guards /policy like /mcp and records invocation metrics', async () => {
