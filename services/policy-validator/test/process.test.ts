@@ -201,7 +201,7 @@ describe('policy-validator process', () => {
     }).catch((e: unknown) => String(e));
     expect(error).toContain('exited before its start-up line (code 1');
     // Nothing else on stderr; the failed mkdir is ENOENT as root, EACCES for others.
-    expect(error.split('--- stderr (tail) ---\n')[1]).toMatch(
+    expect(String(error).split('--- stderr (tail) ---\n')[1]).toMatch(
       /^AUDIT_JOURNAL: cannot create \/proc\/nope, the audit journal's directory \((ENOENT|EACCES): [^)]*, mkdir '\/proc\/nope'\): set AUDIT_JOURNAL to [^\n]*$/,
     );
   });
