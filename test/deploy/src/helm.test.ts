@@ -156,6 +156,34 @@ function selects(
   return Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
 }
 
+/**
+ * The writable emptyDir mount `c`'s AUDIT_JOURNAL lies under (the root filesystem is
+ * read-only, so a journal anywhere else cannot be written), if any.
+ */
+function journalMount(w: Manifest, c: Container): string | undefined {
+  const journal = envOf(c, 'AUDIT_JOURNAL')?.value ?? '';
+  const emptyDirs = new Set(
+    (podSpec(w).volumes ?? []).filter((v) => v.emptyDir).map((v) => v.name),
+  );
+  return c.volumeMounts?.find(
+    (m) =>
+      emptyDirs.has(m.name) && !m.readOnly && !m.subPath && journal.startsWith(`${m.mountPath}/`),
+  )?.mountPath;
+}
+
+/** Where each audit producer sends its records: the orchestrator's config, else AUDIT_QUEUE. */
+function producerQueues(ms: Manifest[]): Record<string, string | undefined> {
+  const queues: Record<string, string | undefined> = {
+    orchestrator: parseConfig(orchestratorConfigText(ms), ANY_VAR).audit.queue,
+  };
+  for (const name of ['policy-validator', 'audit-logger']) {
+    const deployment = named(ms, 'Deployment', `${FULLNAME}-${name}`);
+    const c = deployment && (podSpec(deployment).containers[0] as Container);
+    if (c) queues[name] = envOf(c, 'AUDIT_QUEUE')?.value;
+  }
+  return queues;
+}
+
 function orchestratorConfigText(ms: Manifest[]): string {
   const text = named(ms, 'ConfigMap', `${FULLNAME}-orchestrator`)?.data?.['fleet.yaml'];
   if (!text) throw new Error('the orchestrator ConfigMap has no fleet.yaml');
@@ -529,6 +557,25 @@ describe.each(SCENARIOS)('chart with $name values', (scenario) => {
     expect(envOf(orchestrator, 'AUDIT_JOURNAL')?.value).toMatch(/^\/app\/\.fleet\//);
   });
 
+  it('has the audit producers send to audit.queue and journal into a writable emptyDir', () => {
+    // The policy-validator audits pin approvals: without AUDIT_QUEUE it sent them to the
+    // default queue, which no worker reads when audit.queue is another.
+    const manifests = rendered(scenario.name);
+    const queue = valueAt(scenario, 'audit.queue');
+    const producers = ['orchestrator', 'audit-logger'];
+    if (valueAt(scenario, 'policyValidator.enabled')) producers.push('policy-validator');
+    expect(producerQueues(manifests)).toEqual(Object.fromEntries(producers.map((p) => [p, queue])));
+    for (const name of ['orchestrator', 'policy-validator']) {
+      const deployment = named(manifests, 'Deployment', `${FULLNAME}-${name}`);
+      if (!deployment) continue;
+      const c = podSpec(deployment).containers[0] as Container;
+      expect(
+        journalMount(deployment, c),
+        `${name}: AUDIT_JOURNAL ${envOf(c, 'AUDIT_JOURNAL')?.value} under a writable emptyDir`,
+      ).toBe('/app/.fleet');
+    }
+  });
+
   it('renders HPAs and PDBs exactly where autoscaling and pdb are enabled, pointing at real workloads', () => {
     const manifests = rendered(scenario.name);
     const keys: Record<string, string> = {
@@ -850,6 +897,21 @@ describe('secret handling', () => {
         false,
       );
     }
+  });
+});
+
+describe('audit.queue', () => {
+  it('is where every audit producer sends and every consumer reads, when not the default', async () => {
+    const queue = 'audit-elsewhere';
+    const manifests = await renderChart({ set: [`audit.queue=${queue}`] });
+    expect(producerQueues(manifests)).toEqual({
+      orchestrator: queue,
+      'policy-validator': queue,
+      'audit-logger': queue,
+    });
+    const worker = podSpec(named(manifests, 'Deployment', `${FULLNAME}-audit-worker`) as Manifest)
+      .containers[0] as Container;
+    expect(envOf(worker, 'AUDIT_QUEUE')?.value).toBe(queue);
   });
 });
 
