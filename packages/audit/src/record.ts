@@ -49,10 +49,12 @@ export const PAYLOAD_PREVIEW_MAX_LENGTH = 4096;
 export const PAYLOAD_PREVIEW_SCRUB_MARGIN = 256;
 
 /**
- * Who wrote the record: the orchestrator's chain, the audit interceptor's invocation, or
- * the orchestrator's admin API (a change to the interceptor registry, or a refused attempt
- * at one: event `admin/services/register` | `admin/services/unregister` |
- * `admin/services/refresh`, target the service id, principal the operator).
+ * Who wrote the record: the orchestrator's chain, the audit interceptor's invocation, or an
+ * admin action (a change, or a refused attempt at one; principal the operator; the events are
+ * `ADMIN_EVENTS` of admin-record.ts): the orchestrator's admin API changing the interceptor
+ * registry, event `admin/services/register` | `admin/services/unregister` |
+ * `admin/services/refresh` with target the service id, or the policy-validator approving a
+ * drifted tool's new definition, event `admin/pins/approve` with target the tool name.
  */
 export const AuditKindSchema = z.enum(['chain', 'invocation', 'admin']);
 

@@ -8,7 +8,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AuditRecordInput, createAuditProducer, createAuditRecord } from '@fleet/audit';
+import {
+  ADMIN_EVENTS,
+  type AuditRecordInput,
+  createAuditProducer,
+  createAuditRecord,
+} from '@fleet/audit';
 import {
   freePort,
   type ServiceProcess,
@@ -430,6 +435,14 @@ describe('admin records', () => {
     expect(stats.stdout.split('\n')[0]).toMatch(/: 2 \(1 chain, 0 invocation, 1 admin\)$/);
     // A service id is no tool.
     expect(stats.stdout).not.toContain(SERVICE);
+  });
+
+  it('are named in the --help of audit query, every admin event', async () => {
+    const run = await fleet(['audit', 'query', '--help']);
+    expect(run.code).toBe(0);
+    // Commander wraps the help: compare words.
+    const words = run.stdout.split(/[\s,()]+/);
+    for (const event of Object.keys(ADMIN_EVENTS)) expect(words, event).toContain(event);
   });
 
   it('refuses a --kind it does not know (exit 2)', async () => {
