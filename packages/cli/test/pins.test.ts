@@ -3,14 +3,17 @@
  * source: one with `pinning: {enabled: true}` and a FLEET_TOKEN, one with pinning off. Drifts
  * are made as the orchestrator makes them: `tool-filter` on a `tools/list` answer, then the
  * same tool with another description. The services keep their pins in Redis database 9 (the
- * pin hashes have a fixed name), under tool names of this run, deleted afterwards.
+ * pin hashes have a fixed name), under tool names of this run, and audit approvals on a queue
+ * of this run there: both deleted afterwards.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  deleteKeys,
   freePort,
+  type KeyScanner,
   type ServiceProcess,
   sourceCommand,
   startServiceProcess,
@@ -21,6 +24,8 @@ import { fleet, REPO_ROOT, redisCommand } from './helpers.ts';
 const REDIS_DB = 9;
 const TOKEN = `pins-${randomUUID()}`;
 const RUN = randomUUID().slice(0, 8);
+/** The services' AUDIT_QUEUE: approvals are audited there, not on the shared `fleet-audit`. */
+const AUDIT_QUEUE = `cli-pins-audit-${RUN}`;
 /** Tool names of this run: `pin-<run>-<name>`. */
 const toolName = (name: string) => `pin-${RUN}-${name}`;
 const used = new Set<string>();
@@ -42,6 +47,7 @@ async function startPolicyValidator(policy: string, env: Record<string, string> 
       HOST: '127.0.0.1',
       POLICY_FILE: path,
       REDIS_URL: redis.href,
+      AUDIT_QUEUE,
       LOG_LEVEL: 'warn',
       OTEL_TRACES_EXPORTER: 'none',
       OTEL_METRICS_EXPORTER: 'none',
@@ -49,6 +55,28 @@ async function startPolicyValidator(policy: string, env: Record<string, string> 
     },
     readyTimeoutMs: 60_000,
   });
+}
+
+/** SCAN and DEL in {@link REDIS_DB}, for {@link deleteKeys}. */
+const keysInDb: KeyScanner = {
+  scan: async (...args) =>
+    (await redisCommand(['SCAN', ...args.map(String)], 2_000, REDIS_DB)) as [string, string[]],
+  del: async (...keys) => Number(await redisCommand(['DEL', ...keys], 2_000, REDIS_DB)),
+};
+
+/** The records waiting in {@link AUDIT_QUEUE} (one job each: the service does not batch). */
+async function queuedRecords(): Promise<Array<Record<string, unknown>>> {
+  const ids = await redisCommand(
+    ['LRANGE', `bull:${AUDIT_QUEUE}:wait`, '0', '-1'],
+    2_000,
+    REDIS_DB,
+  );
+  const records = [];
+  for (const id of Array.isArray(ids) ? ids : []) {
+    const data = await redisCommand(['HGET', `bull:${AUDIT_QUEUE}:${id}`, 'data'], 2_000, REDIS_DB);
+    if (typeof data === 'string') records.push(JSON.parse(data) as Record<string, unknown>);
+  }
+  return records;
 }
 
 beforeAll(async () => {
@@ -66,6 +94,7 @@ afterAll(async () => {
   if (used.size > 0)
     for (const hash of ['fleet:pins:digests', 'fleet:pins:drifts'])
       await redisCommand(['HDEL', hash, ...used], 2_000, REDIS_DB).catch(() => undefined);
+  await deleteKeys(keysInDb, `bull:${AUDIT_QUEUE}:*`).catch(() => undefined);
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -188,6 +217,23 @@ describe('fleet pins', () => {
     expect(await list({ ...tool(name, 'approve v2') })).toEqual([name]);
     const listed = await pins([]);
     expect(listed.stdout).toMatch(new RegExp(`\\n +${name} +pinned +${seen.slice(0, 12)} `));
+  });
+
+  it('pins approve leaves its admin record on the AUDIT_QUEUE of the service', async () => {
+    const name = await drifted('audited');
+    expect((await pins(['approve', name])).code).toBe(0);
+    // The producer sends it a moment after the answer.
+    let record: Record<string, unknown> | undefined;
+    for (let wait = 0; wait < 50 && !record; wait++) {
+      record = (await queuedRecords()).find((r) => r.target === name);
+      if (!record) await new Promise((tick) => setTimeout(tick, 100));
+    }
+    expect(record).toMatchObject({
+      kind: 'admin',
+      event: 'admin/pins/approve',
+      decision: 'allowed',
+      principal: { type: 'service', id: 'FLEET_TOKEN' },
+    });
   });
 
   it('pins approve --digest takes the short SEEN digest, --json prints the new pin', async () => {
