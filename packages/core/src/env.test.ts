@@ -1,7 +1,14 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: these are configuration texts with ${VAR}, not templates
 import { describe, expect, it } from 'vitest';
 import { NOT_DIGITS } from '../test/scenarios.ts';
-import { envInteger, envLogLevel, expandVariables, integerProblem, LOG_LEVELS } from './env.ts';
+import {
+  envInteger,
+  envKeyPrefix,
+  envLogLevel,
+  expandVariables,
+  integerProblem,
+  LOG_LEVELS,
+} from './env.ts';
 
 describe('expandVariables', () => {
   it.each([
@@ -59,6 +66,21 @@ describe('envLogLevel', () => {
       expect(() => envLogLevel({ LOG_LEVEL: text })).toThrow(
         `LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got ${JSON.stringify(text)}`,
       );
+    },
+  );
+});
+
+describe('envKeyPrefix', () => {
+  it('reads a prefix, and the fallback when unset or empty', () => {
+    expect(envKeyPrefix({ P: 'fleet-up-1a2b:x' }, 'P', 'fleet')).toBe('fleet-up-1a2b:x');
+    expect(envKeyPrefix({}, 'P', 'fleet')).toBe('fleet');
+    expect(envKeyPrefix({ P: '' }, 'P', 'fleet')).toBe('fleet');
+  });
+
+  it.each(['a b', 'fleet*', 'x[1]', ':lead', 'é', 'a'.repeat(129)])(
+    'refuses %j naming the variable',
+    (text) => {
+      expect(() => envKeyPrefix({ P: text }, 'P', 'fleet')).toThrow(/^P must be 1 to 128 letters/);
     },
   );
 });

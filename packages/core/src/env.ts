@@ -70,3 +70,25 @@ export function envLogLevel(env: Readonly<Record<string, string | undefined>>): 
     );
   return level;
 }
+
+/** What a Redis key prefix from the environment may hold: no spaces, no glob characters. */
+const KEY_PREFIX = /^[A-Za-z0-9][A-Za-z0-9:_.-]{0,127}$/;
+
+/**
+ * The Redis key prefix in the environment variable `name`, or `fallback` when it is unset or
+ * empty. Glob characters are refused: clean-ups find a prefix's keys with `SCAN MATCH <prefix>:*`.
+ * @throws {Error} naming the variable and what it got, for any other value.
+ */
+export function envKeyPrefix(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: string,
+): string {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  if (!KEY_PREFIX.test(text))
+    throw new Error(
+      `${name} must be 1 to 128 letters, digits and ":_.-" (starting with a letter or digit), got ${JSON.stringify(text.slice(0, 64))}`,
+    );
+  return text;
+}

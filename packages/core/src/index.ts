@@ -25,6 +25,7 @@ export type {
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
 export {
   envInteger,
+  envKeyPrefix,
   envLogLevel,
   expandVariables,
   integerProblem,

@@ -8,7 +8,7 @@
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
-import { envInteger, envLogLevel, type LogLevel } from '@fleet/core';
+import { envInteger, envKeyPrefix, envLogLevel, type LogLevel } from '@fleet/core';
 import {
   createLogger,
   createReloadingFile,
@@ -24,14 +24,17 @@ import { Redis } from 'ioredis';
 import { createPiiRedactorApp, engineFor, parsePiiConfigText, RedisTokenVault } from './app.ts';
 
 const env = process.env;
+const DEFAULT_VAULT_PREFIX = 'fleet:pii:vault';
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }
 let port = 8081;
 let level: LogLevel = 'info';
+let vaultPrefix = DEFAULT_VAULT_PREFIX;
 try {
   level = envLogLevel(env);
+  vaultPrefix = envKeyPrefix(env, 'PII_VAULT_PREFIX', DEFAULT_VAULT_PREFIX);
   port = envInteger(env, 'PORT', 8081, { max: 65_535 });
 } catch (error) {
   fail((error as Error).message);
@@ -90,7 +93,7 @@ redis.on('error', (error: Error) => log.warn({ err: error.message }, 'redis conn
 const vault = new RedisTokenVault(redis, {
   secret: keyFor(config),
   ttlSeconds: config.tokens.ttlSeconds,
-  ...(env.PII_VAULT_PREFIX ? { prefix: env.PII_VAULT_PREFIX } : {}),
+  prefix: vaultPrefix,
 });
 
 const app = createPiiRedactorApp({

@@ -2,7 +2,8 @@
 /**
  * The policy-validator process. Env: HOST (127.0.0.1), PORT (8082), POLICY_FILE (YAML; none
  * = allow everything, said at start-up), REDIS_URL (rate limits, tool pins, the audit queue),
- * PINNING_MAX_TOOLS (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and
+ * POLICY_KEY_PREFIX (fleet: Redis keys `<prefix>:ratelimit:*` and `<prefix>:pins:*`, so fleets
+ * sharing a Redis keep their own), PINNING_MAX_TOOLS (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and
  * /policy/pins), AUDIT_QUEUE (fleet-audit), AUDIT_JOURNAL (.fleet/policy-validator-audit.ndjson),
  * AUDIT_MAX_BUFFERED (the audit producer's DEFAULT_MAX_BUFFERED), LOG_LEVEL, OTEL_*. Reloads
  * the policy when the file changes; audits pin approvals (and refused attempts) as `admin`
@@ -20,7 +21,7 @@ import {
   registerAuditMetrics,
 } from '@fleet/audit';
 import { makeDirectory } from '@fleet/audit/directory';
-import { envInteger } from '@fleet/core';
+import { envInteger, envKeyPrefix, envLogLevel, type LogLevel } from '@fleet/core';
 import {
   createLogger,
   type Listening,
@@ -43,17 +44,22 @@ import {
 const REDIS_START_WAIT_MS = 5_000;
 /** Largest PINNING_MAX_TOOLS: about 200 bytes of Redis per pin, so some 200 MB. */
 const PINNING_MAX_TOOLS_LIMIT = 1_000_000;
+/** Without POLICY_KEY_PREFIX: rate limits under `fleet:ratelimit:`, tool pins under `fleet:pins:`. */
+const DEFAULT_KEY_PREFIX = 'fleet';
 /** The audit journal without AUDIT_JOURNAL (relative to the working directory). */
 const DEFAULT_AUDIT_JOURNAL = '.fleet/policy-validator-audit.ndjson';
 /** Default journals tried in turn while other live processes hold them (see startAuditProducer). */
 const DEFAULT_AUDIT_JOURNALS = 16;
 
 const env = process.env;
-const log = createLogger('policy-validator', env.LOG_LEVEL ?? 'info');
+let level: LogLevel = 'info';
 let port = 8082;
 let maxTools = DEFAULT_PIN_MAX_TOOLS;
 let maxBuffered = DEFAULT_MAX_BUFFERED;
+let keyPrefix = DEFAULT_KEY_PREFIX;
 try {
+  level = envLogLevel(env);
+  keyPrefix = envKeyPrefix(env, 'POLICY_KEY_PREFIX', DEFAULT_KEY_PREFIX);
   port = envInteger(env, 'PORT', 8082, { max: 65_535 });
   maxTools = envInteger(env, 'PINNING_MAX_TOOLS', DEFAULT_PIN_MAX_TOOLS, {
     min: 1,
@@ -64,6 +70,7 @@ try {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(1);
 }
+const log = createLogger('policy-validator', level);
 // The producer would start without a journal it cannot lock (it only logs that); a directory
 // the operator got wrong ends the start instead. The default journals share one directory.
 const journalDir = dirname(resolve(env.AUDIT_JOURNAL || DEFAULT_AUDIT_JOURNAL));
@@ -165,8 +172,8 @@ if (!(await whenConnected(redis, REDIS_START_WAIT_MS)))
 
 app = createPolicyValidatorApp({
   source,
-  limiter: new RedisRateLimiter(redis),
-  pins: new RedisPinStore(redis, { maxTools }),
+  limiter: new RedisRateLimiter(redis, `${keyPrefix}:ratelimit`),
+  pins: new RedisPinStore(redis, { prefix: `${keyPrefix}:pins`, maxTools }),
   log,
   token: env.FLEET_TOKEN || undefined,
   metricsHandler: telemetry.metricsHandler,

@@ -195,6 +195,19 @@ export async function listTools(
   return (await rawPost(`${url}/mcp`, request, headers)).json;
 }
 
+/** Invoke `policy-validator` on a `tools/call` of `read_file` by `principal` over raw HTTP. */
+export async function invokePolicy(url: string, principal: unknown): Promise<unknown> {
+  const params = {
+    name: 'policy-validator',
+    event: 'tools/call',
+    phase: 'request',
+    payload: { name: 'read_file', arguments: {} },
+    context: { principal, timestamp: new Date().toISOString() },
+  };
+  const request = { jsonrpc: '2.0', id: 1, method: 'interceptor/invoke', params };
+  return (await rawPost(`${url}/mcp`, request)).json;
+}
+
 /** The names of a listed answer's tools. */
 export const names = (list: { payload: { tools: Array<{ name: string }> } }) =>
   list.payload.tools.map((t) => t.name);

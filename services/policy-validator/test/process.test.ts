@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
-import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { deleteKeys, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { listTools } from './pin-service.ts';
+import { invokePolicy, listTools } from './pin-service.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -141,6 +141,62 @@ describe('policy-validator process', () => {
     expect(warnings.filter((l) => l.includes('tool pin store full'))).toEqual([
       expect.stringContaining('"example":"gamma"'),
     ]);
+  });
+
+  it('keeps its rate limits and pins under POLICY_KEY_PREFIX: two fleets on one Redis do not meet', async () => {
+    const { path } = policyFile(
+      'version: 1\ndefault: allow\npinning: {enabled: true}\nrateLimits:\n  - {id: one, events: ["tools/call"], key: principal.id, limit: 1, window: 60s}\n',
+    );
+    const prefixes = [`test-pv-${randomUUID()}`, `test-pv-${randomUUID()}`];
+    const procs = await Promise.all(
+      prefixes.map((prefix) => startWithPolicy(path, { POLICY_KEY_PREFIX: prefix })),
+    );
+    const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+    const tool = `shared-${randomUUID()}`;
+    try {
+      // The same tool name with two definitions, one per fleet: each pins its own, no drift.
+      for (const [i, proc] of procs.entries()) {
+        const listed = await listTools(proc.url, [
+          { name: tool, description: `fleet ${i}`, inputSchema: {} },
+        ]);
+        expect(listed).toMatchObject({ result: { info: { kept: 1 } } });
+        expect(listed).not.toMatchObject({ result: { info: { drifted: 1 } } });
+      }
+      for (const prefix of prefixes)
+        expect(await redis.hexists(`${prefix}:pins:digests`, tool)).toBe(1);
+      expect(await redis.hexists('fleet:pins:digests', tool)).toBe(0);
+      // A limit of one call a minute for alice, counted per fleet: each fleet allows her first.
+      for (const proc of procs) {
+        const verdict = await invokePolicy(proc.url, { type: 'user', id: 'alice' });
+        expect(verdict).toMatchObject({ result: { valid: true } });
+      }
+      const again = await invokePolicy(procs[0]?.url ?? '', { type: 'user', id: 'alice' });
+      expect(again).toMatchObject({ result: { valid: false } });
+      for (const prefix of prefixes)
+        expect(await redis.keys(`${prefix}:ratelimit:one:*`)).toHaveLength(1);
+    } finally {
+      for (const proc of procs) expect((await proc.stop()).code).toBe(0);
+      for (const prefix of prefixes) await deleteKeys(redis, `${prefix}:*`);
+      redis.disconnect();
+    }
+  });
+
+  it.each([
+    [
+      'LOG_LEVEL',
+      'loud',
+      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
+    ],
+    ['POLICY_KEY_PREFIX', 'fleet *', 'POLICY_KEY_PREFIX must be 1 to 128 letters'],
+  ])('refuses to start with %s=%j, in one line naming it', async (name, value, message) => {
+    const error = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      env: { PORT: '0', [name]: value },
+      readyTimeoutMs: 10_000,
+    }).catch((e: unknown) => String(e));
+    expect(error).toContain('exited before its start-up line (code 1');
+    expect(error).toContain(message);
+    expect(error).not.toMatch(/\n\s+at /);
   });
 
   it.each(['0', 'ten', '1000001'])('refuses to start with PINNING_MAX_TOOLS=%s', async (value) => {

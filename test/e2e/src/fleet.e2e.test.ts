@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type E2eFleet, runFleet, startE2eFleet, resultText as text } from './fleet.ts';
@@ -82,6 +83,22 @@ describe('the fleet end to end', { timeout: 60_000 }, () => {
     expect(
       text(await bob.callTool({ name: 'send_email', arguments: { to: token, subject: 'hi' } })),
     ).toContain('Could not deliver');
+  });
+
+  it('keeps its Redis keys (registry, rate limits, token vault) under its own prefix', async () => {
+    const alice = await connect('alice-e2e-token-1');
+    await alice.callTool({ name: 'lookup_customer', arguments: { id: '42' } });
+    // Another fleet on this Redis (the other e2e files, a developer's `fleet up`) counts its
+    // own rate limits and keeps its own tokens: nothing of this one is under the defaults.
+    const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+    try {
+      const prefix = e2e.registryPrefix;
+      expect(prefix).toMatch(/^fleet-up-[0-9a-f]{8}$/);
+      for (const part of ['ratelimit:per-principal-calls', 'pii:vault'])
+        expect((await redis.keys(`${prefix}:${part}:*`)).length, part).toBeGreaterThan(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('serves desktop clients on stdio with `fleet stdio`, two at once, through the same chain', async () => {

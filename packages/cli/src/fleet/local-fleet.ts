@@ -431,8 +431,10 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   }
   const fleetToken = randomBytes(24).toString('base64url');
   const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
-  // One id per fleet: its registry prefix and audit queue, apart from other fleets on the Redis.
+  // One id per fleet: its Redis keys and audit queue, apart from other fleets on the Redis.
   const fleetId = randomBytes(4).toString('hex');
+  // Its services' Redis keys (registry, rate limits, tool pins, token vault) under one prefix.
+  const keyPrefix = `fleet-up-${fleetId}`;
   const auditQueue = fleetAuditQueue(
     env,
     fleetId,
@@ -576,12 +578,16 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
       {
         PII_CONFIG: env.PII_CONFIG || join(configDir, 'pii.yaml'),
         PII_HMAC_KEY: env.PII_HMAC_KEY || randomBytes(32).toString('base64url'),
+        PII_VAULT_PREFIX: env.PII_VAULT_PREFIX || `${keyPrefix}:pii:vault`,
       },
       0,
     );
     const policyUrl = spawnService(
       'policy-validator',
-      { POLICY_FILE: env.POLICY_FILE || join(configDir, 'policy.yaml') },
+      {
+        POLICY_FILE: env.POLICY_FILE || join(configDir, 'policy.yaml'),
+        POLICY_KEY_PREFIX: env.POLICY_KEY_PREFIX || keyPrefix,
+      },
       0,
     );
     const auditUrl = spawnService(
@@ -621,7 +627,7 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
           'chain: {timeoutMs: 2000, denyAs: error}',
           // The fallback keeps this fleet's queue for `fleet stdio` sessions without AUDIT_QUEUE.
           `audit: {queue: "\${AUDIT_QUEUE:-${auditQueue}}"}`,
-          `registry: {prefix: "fleet-up-${fleetId}"}`,
+          `registry: {prefix: "${keyPrefix}"}`,
           ...(options.extraConfig ? [options.extraConfig.trimEnd()] : []),
           '',
         ].join('\n'),
