@@ -60,13 +60,18 @@ describe('createAdminRecord', () => {
       { ...approved, operator: { type: 'anonymous' } },
       { principal: { type: 'anonymous' }, decision: 'allowed' },
     ],
+    [
+      'a tool pin forgotten',
+      { ...approved, event: 'admin/pins/forget', method: 'DELETE /policy/pins/{tool}' },
+      { principal: { type: 'service', id: 'FLEET_TOKEN' }, decision: 'allowed' },
+    ],
   ] as const)('maps %s to a valid admin record', (_, change, expected) => {
     const record = createAdminRecord(change);
     expect(record).toMatchObject({
       kind: 'admin',
-      event: 'admin/pins/approve',
+      event: change.event,
       phase: 'request',
-      method: 'POST /policy/pins/{tool}/approve',
+      method: change.method,
       target: 'read_file',
       interceptors: [],
       durationMs: change.durationMs,

@@ -28,6 +28,8 @@ export const ADMIN_EVENTS = {
   'admin/services/refresh': 'service',
   /** `POST /policy/pins/{tool}/approve` (policy-validator): target the tool name. */
   'admin/pins/approve': 'tool',
+  /** `DELETE /policy/pins/{tool}` (policy-validator): target the tool name. */
+  'admin/pins/forget': 'tool',
 } as const;
 
 /** An admin event name (a key of {@link ADMIN_EVENTS}). */

@@ -53,8 +53,9 @@ export const PAYLOAD_PREVIEW_SCRUB_MARGIN = 256;
  * admin action (a change, or a refused attempt at one; principal the operator; the events are
  * `ADMIN_EVENTS` of admin-record.ts): the orchestrator's admin API changing the interceptor
  * registry, event `admin/services/register` | `admin/services/unregister` |
- * `admin/services/refresh` with target the service id, or the policy-validator approving a
- * drifted tool's new definition, event `admin/pins/approve` with target the tool name.
+ * `admin/services/refresh` with target the service id, or the policy-validator's tool pins:
+ * approving a drifted tool's new definition, event `admin/pins/approve`, or forgetting a
+ * tool's pin, event `admin/pins/forget`, with target the tool name.
  */
 export const AuditKindSchema = z.enum(['chain', 'invocation', 'admin']);
 
