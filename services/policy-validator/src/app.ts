@@ -77,10 +77,10 @@ export interface PolicyValidatorDeps {
   /** Told of every invocation (metrics, failure logs: see `observeInvocations`). */
   onInvoked?: ((event: InvokedEvent) => void) | undefined;
   /**
-   * Told of every change made through the pin endpoints (an approval) and of every attempt
-   * at one refused for its credentials (401): the `admin` audit records (main.ts hands them
-   * to `@fleet/audit`'s `createAdminAuditor`). Called after the change, before the answer is
-   * sent; a throw is ignored.
+   * Told of every change made through the pin endpoints (an approval, a pin forgotten) and of
+   * every attempt at one refused for its credentials (401): the `admin` audit records (main.ts
+   * hands them to `@fleet/audit`'s `createAdminAuditor`). Called after the change, before the
+   * answer is sent; a throw is ignored.
    */
   onAdminChange?: ((change: AdminChange) => void) | undefined;
 }
@@ -140,8 +140,8 @@ function storeFullReporter(log: Logger, metrics: PinMetrics, maxTools: number | 
     log.warn(
       { maxTools, action, unpinned: since, example: loggedToolName(tools[0] ?? '') },
       action === 'passed'
-        ? 'tool pin store full: never-seen tools pass unpinned and unverified (pinning.failOpen); raise PINNING_MAX_TOOLS or remove stale pins'
-        : 'tool pin store full: never-seen tools are hidden and refused (fail closed); raise PINNING_MAX_TOOLS or remove stale pins',
+        ? 'tool pin store full: never-seen tools pass unpinned and unverified (pinning.failOpen); raise PINNING_MAX_TOOLS or forget stale pins (DELETE /policy/pins/{tool})'
+        : 'tool pin store full: never-seen tools are hidden and refused (fail closed); raise PINNING_MAX_TOOLS or forget stale pins (DELETE /policy/pins/{tool})',
     );
     since = 0;
   };
@@ -192,12 +192,14 @@ function pinChange(deps: PolicyValidatorDeps, event: AdminEvent, method: string)
 
 /**
  * The operator's view of tool pinning, behind the same token as `/policy`: `GET /policy/pins`
- * (pins and drifts: names, digests, times) and `POST /policy/pins/{tool}/approve[?digest=]`
- * (audited: `admin/pins/approve`).
+ * (pins and drifts: names, digests, times), `POST /policy/pins/{tool}/approve[?digest=]`
+ * (audited: `admin/pins/approve`) and `DELETE /policy/pins/{tool}` (audited:
+ * `admin/pins/forget`).
  */
 function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
   const guard = requireBearer(deps.token);
   const approval = pinChange(deps, 'admin/pins/approve', 'POST /policy/pins/{tool}/approve');
+  const forgetting = pinChange(deps, 'admin/pins/forget', 'DELETE /policy/pins/{tool}');
   const unavailable = (res: Response, error?: unknown) => {
     if (error !== undefined) deps.log.warn({ err: String(error) }, 'tool pin store unavailable');
     sendError(
@@ -247,6 +249,23 @@ function mountPinRoutes(app: Express, deps: PolicyValidatorDeps): void {
         approval.changed(req);
         res.json(outcome.pin);
     }
+  });
+  app.delete('/policy/pins/:tool', forgetting.guard, async (req, res) => {
+    if (!deps.pins) return unavailable(res);
+    const tool = typeof req.params.tool === 'string' ? req.params.tool : '';
+    let forgotten: boolean;
+    try {
+      forgotten = await deps.pins.forget(tool);
+    } catch (error) {
+      return unavailable(res, error);
+    }
+    if (!forgotten) return sendError(res, 404, 'NOT_FOUND', `tool "${tool}" is not pinned`);
+    deps.log.info(
+      { tool: loggedToolName(tool) },
+      'tool pin forgotten: its next listing pins it afresh',
+    );
+    forgetting.changed(req);
+    res.status(204).end();
   });
 }
 

@@ -5,6 +5,8 @@
  * by every replica; each list is checked and pinned in one Lua script, so two replicas that
  * see a new tool at once pin the same first definition. The store holds at most `maxTools`
  * pins: a backend may list any number of names, and each would otherwise be kept for good.
+ * An operator may forget a pin (a tool gone, or room in a full store): the tool's next
+ * listing pins it afresh.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -127,6 +129,11 @@ export interface PinStore {
    * when the seen digest is that one (so an operator approves what they reviewed).
    */
   approve(tool: string, expected?: string): Promise<ApproveOutcome>;
+  /**
+   * Remove `tool`'s pin and any drift of it, at once; whether there was either. The next
+   * listing of `tool` pins the definition it shows then, unreviewed (trust on first use again).
+   */
+  forget(tool: string): Promise<boolean>;
 }
 
 /** Default of {@link RedisPinStoreOptions.maxTools}. */
@@ -198,6 +205,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({digest = drift.seen, pinnedAt = now}))
 redis.call('HDEL', KEYS[2], ARGV[1])
 return {1, drift.seen, tostring(now)}
+`;
+
+// Pin and drift go together: a check between the two deletes would see a drift without its pin.
+const FORGET_SCRIPT = `
+return redis.call('HDEL', KEYS[1], ARGV[1]) + redis.call('HDEL', KEYS[2], ARGV[1])
 `;
 
 const StoredPinSchema = z.object({ digest: z.string(), pinnedAt: z.number() });
@@ -348,5 +360,9 @@ export class RedisPinStore implements PinStore {
     if (status === 0 || digest === undefined) return { status: 'no-drift' };
     if (status === 2) return { status: 'conflict', seen: digest };
     return { status: 'approved', pin: { tool, digest, pinnedAt: iso(at) } };
+  }
+
+  async forget(tool: string): Promise<boolean> {
+    return Number(await this.#run(FORGET_SCRIPT, [tool])) > 0;
   }
 }

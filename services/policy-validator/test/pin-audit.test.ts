@@ -1,6 +1,6 @@
 /**
- * The audit trail of tool pin changes: every approval made on `/policy/pins`, and every attempt
- * refused for its token, becomes an `admin` audit record (who, what, when) through the real
+ * The audit trail of tool pin changes: every approval and every pin forgotten on
+ * `/policy/pins`, and every attempt refused for its token, becomes an `admin` audit record (who, what, when) through the real
  * audit producer and a real BullMQ queue on the local Redis (a queue and key prefix per test);
  * reads and requests that change nothing do not. An approval never waits for the audit queue.
  */
@@ -172,14 +172,54 @@ describe('tool pin audit trail', () => {
     expect(text).not.toContain(AUTH.authorization.slice('Bearer '.length));
   });
 
+  it('records who forgot a pin and each attempt refused for its token, nothing else', async () => {
+    const audit = auditQueue();
+    const producer = audit.producer();
+    const { svc, changes } = await serviceWithDrift(producer);
+
+    const wrong = { authorization: `Bearer ${BAD_TOKEN}` };
+    expect((await svc.forget('read_file', wrong)).status).toBe(401);
+    expect((await svc.forget('read_file', {})).status).toBe(401);
+    // Nothing there to forget: not recorded.
+    expect((await svc.forget('never_seen')).status).toBe(404);
+    expect((await svc.forget('read_file')).status).toBe(204);
+    expect((await svc.forget('read_file')).status).toBe(404);
+
+    const method = 'DELETE /policy/pins/{tool}';
+    const reason = 'a valid bearer token is required';
+    const refused = { event: 'admin/pins/forget', method, target: 'read_file', outcome: 'refused' };
+    expect(changes.map(({ durationMs: _, ...rest }) => rest)).toEqual([
+      { ...refused, reason },
+      { ...refused, reason },
+      { ...refused, outcome: 'done', operator: FLEET_TOKEN_OPERATOR },
+    ]);
+
+    await producer.flush();
+    const records = await audit.records();
+    expect(records.map(row)).toEqual([
+      ['admin', 'admin/pins/forget', 'read_file', undefined, 'denied', 'validation_failed'],
+      ['admin', 'admin/pins/forget', 'read_file', undefined, 'denied', 'validation_failed'],
+      ['admin', 'admin/pins/forget', 'read_file', FLEET_TOKEN_OPERATOR, 'allowed', 'success'],
+    ]);
+    expect(records.map((r) => r.method)).toEqual([method, method, method]);
+    expect(records[0]?.abortReasons).toEqual([
+      { interceptor: ADMIN_API_NAME, reason, type: 'validation', phase: 'request' },
+    ]);
+    expect(records[2]?.abortReasons).toEqual([]);
+    expect(JSON.stringify(records)).not.toContain(BAD_TOKEN);
+  });
+
   it("records an open API's approvals as anonymous, under the decoded tool name", async () => {
     const audit = auditQueue();
     const producer = audit.producer();
     const { svc } = await serviceWithDrift(producer, { token: null, tool: 'fs/read' });
     expect((await svc.approve('fs/read', '', {})).status).toBe(200);
     await producer.flush();
+    expect((await svc.forget('fs/read', {})).status).toBe(204);
+    await producer.flush();
     expect((await audit.records()).map(row)).toEqual([
       ['admin', 'admin/pins/approve', 'fs/read', { type: 'anonymous' }, 'allowed', 'success'],
+      ['admin', 'admin/pins/forget', 'fs/read', { type: 'anonymous' }, 'allowed', 'success'],
     ]);
   });
 
@@ -209,7 +249,7 @@ describe('tool pin audit trail', () => {
     ]);
   });
 
-  it('approves when the audit listener throws', async () => {
+  it('approves and forgets when the audit listener throws', async () => {
     const svc = await startService({
       policy: PINNED,
       ...sharedRedis(),
@@ -221,6 +261,8 @@ describe('tool pin audit trail', () => {
     await svc.list(poisoned);
     expect((await svc.approve('read_file', '', {})).status).toBe(401);
     expect((await svc.approve('read_file')).status).toBe(200);
+    expect((await svc.forget('read_file', {})).status).toBe(401);
+    expect((await svc.forget('read_file')).status).toBe(204);
   });
 });
 

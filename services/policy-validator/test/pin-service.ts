@@ -151,6 +151,8 @@ export async function startService(options: {
         method: 'POST',
         headers,
       }),
+    forget: (tool: string, headers: Record<string, string> = AUTH) =>
+      fetch(`${base}/policy/pins/${encodeURIComponent(tool)}`, { method: 'DELETE', headers }),
     /** The `/metrics` text (with `metrics: true`). */
     metrics: async () => (await fetch(`${base}/metrics`)).text(),
   };

@@ -1,7 +1,8 @@
 /**
  * Tool pinning over real HTTP and real Redis: the first definition of each tool is pinned by
  * tool-filter, a changed one is hidden and its calls refused by policy-validator until an
- * operator approves it on `/policy/pins`; state shared by two instances through Redis.
+ * operator approves it on `/policy/pins`, or forgets its pin (the next listing pins it
+ * afresh); state shared by two instances through Redis.
  */
 import { PolicyLoadError } from '@fleet/policy';
 import { describe, expect, it } from 'vitest';
@@ -128,6 +129,59 @@ describe('tool pinning', () => {
     }
   });
 
+  it('forgets a pin and its drift on DELETE /policy/pins/{tool}: the next listing pins the tool afresh', async () => {
+    const store = sharedRedis();
+    const svc = await startService({ policy: PINNED, ...store });
+    await svc.list(readFile, search);
+    await svc.list(poisoned, search);
+    expect((await svc.call('read_file')).valid).toBe(false);
+
+    const forgotten = await svc.forget('read_file');
+    expect(forgotten.status).toBe(204);
+    expect(await forgotten.text()).toBe('');
+    expect(await (await svc.pins()).json()).toEqual({
+      enabled: true,
+      pins: [{ tool: 'search', digest: toolDigest(search), pinnedAt: expect.any(String) }],
+      drifts: [],
+    });
+    // Not pinned, with room in the store: a call passes, as for any tool not yet listed.
+    expect((await svc.call('read_file')).valid).toBe(true);
+    // Trust on first use again: whatever is listed next is pinned, unreviewed.
+    const listed = await svc.list(poisoned, search);
+    expect(listed).toMatchObject({ modified: false });
+    expect(names(listed)).toEqual(['read_file', 'search']);
+    const pin = await store.redis.hget(`${store.prefix}:digests`, 'read_file');
+    expect(JSON.parse(pin ?? '{}')).toMatchObject({ digest: toolDigest(poisoned) });
+    // ... and the definition pinned before is now the drift.
+    expect(names(await svc.list(readFile, search))).toEqual(['search']);
+    expect(await svc.drifts()).toEqual([
+      expect.objectContaining({ tool: 'read_file', pinned: toolDigest(poisoned) }),
+    ]);
+  });
+
+  it('answers forget of a tool without pin with 404, takes an encoded name, and guards it', async () => {
+    const store = sharedRedis();
+    const svc = await startService({ policy: PINNED, ...store });
+    await svc.list({ ...search, name: 'fs/read file' }, readFile);
+    for (const tool of ['never_seen', 'fs/read']) {
+      const reply = await svc.forget(tool);
+      expect(reply.status).toBe(404);
+      expect(await reply.json()).toEqual({
+        error: { code: 'NOT_FOUND', message: `tool "${tool}" is not pinned` },
+      });
+    }
+    for (const headers of [{}, { authorization: 'Bearer wrong' }] as Record<string, string>[]) {
+      const reply = await svc.forget('read_file', headers);
+      expect(reply.status).toBe(401);
+      expect(await reply.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    }
+    expect((await svc.forget('fs/read file')).status).toBe(204);
+    expect((await svc.forget('fs/read file')).status).toBe(404);
+    expect(Object.keys(await store.redis.hgetall(`${store.prefix}:digests`))).toEqual([
+      'read_file',
+    ]);
+  });
+
   it('changes nothing and writes nothing to Redis when off', async () => {
     const store = sharedRedis();
     const svc = await startService({ policy: 'version: 1\ndefault: allow\n', ...store });
@@ -173,6 +227,11 @@ describe('tool pinning', () => {
     expect(names(await open.list(poisoned, search))).toEqual(['read_file', 'search']);
     expect((await open.call('read_file')).valid).toBe(true);
     expect((await open.pins()).status).toBe(503);
+    const forget = await open.forget('read_file');
+    expect(forget.status).toBe(503);
+    expect(await forget.json()).toEqual({
+      error: { code: 'STORE_UNAVAILABLE', message: 'the tool pin store is unavailable' },
+    });
 
     const closed = await startService({
       policy: PINNED.replace('{enabled: true}', '{enabled: true, failOpen: false}'),
@@ -295,6 +354,90 @@ describe('a bounded pin store', () => {
       for (const maxTools of [0, -1, 1.5, Number.NaN])
         expect(() => new RedisPinStore(redis, { maxTools })).toThrow(RangeError);
       expect(new RedisPinStore(redis).maxTools).toBe(10_000);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe('forgetting a pin in the store', () => {
+  const digest = (hex: string) => hex.repeat(64);
+  const pinStore = (store: ReturnType<typeof sharedRedis>, maxTools?: number) =>
+    new RedisPinStore(store.redis, {
+      prefix: store.prefix,
+      ...(maxTools === undefined ? {} : { maxTools }),
+    });
+
+  it("removes one tool's pin and drift together, and says whether there was either", async () => {
+    const store = sharedRedis();
+    const pins = pinStore(store);
+    await pins.check([
+      { name: 'read_file', digest: digest('a') },
+      { name: 'search', digest: digest('b') },
+    ]);
+    await pins.check([{ name: 'read_file', digest: digest('c') }]);
+    expect(await pins.verify('read_file')).toMatchObject({ status: 'drifted' });
+
+    expect(await pins.forget('read_file')).toBe(true);
+    expect(await pins.list()).toEqual({
+      pins: [{ tool: 'search', digest: digest('b'), pinnedAt: expect.any(String) }],
+      drifts: [],
+    });
+    expect(await pins.verify('read_file')).toEqual({ status: 'ok' });
+    expect(await pins.forget('read_file')).toBe(false);
+    expect(await pins.forget('never_seen')).toBe(false);
+    // A pin without a drift.
+    expect(await pins.forget('search')).toBe(true);
+    expect(await store.keys()).toEqual([]);
+  });
+
+  it('lets the next check pin the tool afresh, whatever it shows then', async () => {
+    const store = sharedRedis();
+    const pins = pinStore(store);
+    await pins.check([{ name: 'read_file', digest: digest('a') }]);
+    await pins.check([{ name: 'read_file', digest: digest('c') }]);
+    await pins.forget('read_file');
+    expect(await pins.check([{ name: 'read_file', digest: digest('c') }])).toEqual({
+      hidden: new Set(),
+      drifted: [],
+      unpinned: [],
+    });
+    expect((await pins.list()).pins).toEqual([
+      { tool: 'read_file', digest: digest('c'), pinnedAt: expect.any(String) },
+    ]);
+  });
+
+  it('makes room in a full store', async () => {
+    const store = sharedRedis();
+    const pins = pinStore(store, 1);
+    await pins.check([{ name: 'old', digest: digest('a') }]);
+    expect((await pins.check([{ name: 'new', digest: digest('b') }])).unpinned).toEqual(['new']);
+    expect(await pins.verify('new')).toEqual({ status: 'store-full' });
+    expect(await pins.forget('old')).toBe(true);
+    expect((await pins.check([{ name: 'new', digest: digest('b') }])).unpinned).toEqual([]);
+    expect((await pins.list()).pins.map((p) => p.tool)).toEqual(['new']);
+  });
+
+  it("leaves another prefix's pin of the same tool alone (fleets sharing one Redis)", async () => {
+    const one = sharedRedis();
+    const two = sharedRedis();
+    const pins = [pinStore(one), pinStore(two)] as const;
+    for (const store of pins) {
+      await store.check([{ name: 'read_file', digest: digest('a') }]);
+      await store.check([{ name: 'read_file', digest: digest('c') }]);
+    }
+    expect(await pins[0].forget('read_file')).toBe(true);
+    expect(await one.keys()).toEqual([]);
+    expect(await pins[1].list()).toMatchObject({
+      pins: [{ tool: 'read_file', digest: digest('a') }],
+      drifts: [{ tool: 'read_file', seen: digest('c') }],
+    });
+  });
+
+  it('throws when the store cannot be reached', async () => {
+    const redis = unreachableRedis();
+    try {
+      await expect(new RedisPinStore(redis).forget('read_file')).rejects.toThrow();
     } finally {
       redis.disconnect();
     }
