@@ -33,6 +33,8 @@ export const CLI_ERROR_CODES = {
   POLICY_API_ERROR: 1,
   /** `fleet pins approve` named a tool without a drift (the service's 404 `NOT_FOUND`). */
   NO_DRIFT: 1,
+  /** `fleet pins forget` named a tool that is not pinned (the service's 404 `NOT_FOUND`). */
+  NO_PIN: 1,
   /** The drift's seen definition is no longer the `--digest` given (409 `CONFLICT`). */
   PIN_CONFLICT: 1,
   /** The policy-validator cannot reach its pin store, Redis (503 `STORE_UNAVAILABLE`). */

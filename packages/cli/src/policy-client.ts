@@ -1,8 +1,9 @@
 /**
- * A small client for the policy-validator's tool pinning endpoints: `GET /policy/pins` and
- * `POST /policy/pins/{tool}/approve[?digest=]`. Every failure becomes a {@link CliError}:
- * `POLICY_UNREACHABLE`, `NO_DRIFT` (404), `PIN_CONFLICT` (409), `USAGE` (400),
- * `PIN_STORE_UNAVAILABLE` (503) or `POLICY_API_ERROR`.
+ * A small client for the policy-validator's tool pinning endpoints: `GET /policy/pins`,
+ * `POST /policy/pins/{tool}/approve[?digest=]` and `DELETE /policy/pins/{tool}`. Every failure
+ * becomes a {@link CliError}: `POLICY_UNREACHABLE`, `NO_DRIFT` (404 of an approval), `NO_PIN`
+ * (404 of a forget), `PIN_CONFLICT` (409), `USAGE` (400), `PIN_STORE_UNAVAILABLE` (503) or
+ * `POLICY_API_ERROR`.
  */
 import { type ApiProblem, CliError, readApiProblem } from './errors.ts';
 import { FLEET_BIN } from './hints.ts';
@@ -65,6 +66,11 @@ export interface PolicyClient {
   pins(): Promise<PinsView>;
   /** `POST /policy/pins/{tool}/approve[?digest=]`: the new pin. */
   approve(tool: string, digest?: string): Promise<ToolPinView>;
+  /**
+   * `DELETE /policy/pins/{tool}`: the tool's pin and any drift removed (its next listing pins
+   * it afresh).
+   */
+  forget(tool: string): Promise<void>;
   /** The error of an approval the service refused with 404 `NOT_FOUND`: `tool` has no drift. */
   noDrift(tool: string): CliError;
 }
@@ -84,7 +90,7 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
    * error when it makes one, else the generic one for its status.
    */
   const exchange = async (
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'DELETE',
     path: string,
     refused: (status: number, problem: ApiProblem) => CliError | undefined = () => undefined,
   ): Promise<unknown> => {
@@ -161,6 +167,17 @@ export function createPolicyClient(options: PolicyClientOptions): PolicyClient {
           );
         return undefined;
       })) as ToolPinView;
+    },
+    async forget(tool) {
+      await exchange('DELETE', `/policy/pins/${encodeURIComponent(tool)}`, (status, problem) =>
+        status === 404 && problem.code === 'NOT_FOUND'
+          ? new CliError(
+              'NO_PIN',
+              `tool "${tool}" is not pinned at ${baseUrl}: nothing to forget (${hint('pins')} shows the pins and drifts)`,
+              { status },
+            )
+          : undefined,
+      );
     },
   };
 }

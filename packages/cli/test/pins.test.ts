@@ -1,10 +1,10 @@
 /**
- * `fleet pins` and `fleet pins approve` against real policy-validator processes started from
- * source: one with `pinning: {enabled: true}` and a FLEET_TOKEN, one with pinning off. Drifts
- * are made as the orchestrator makes them: `tool-filter` on a `tools/list` answer, then the
- * same tool with another description. The services keep their pins in Redis database 9 (the
- * pin hashes have a fixed name), under tool names of this run, and audit approvals on a queue
- * of this run there: both deleted afterwards.
+ * `fleet pins`, `fleet pins approve` and `fleet pins forget` against real policy-validator
+ * processes started from source: one with `pinning: {enabled: true}` and a FLEET_TOKEN, one
+ * with pinning off. Drifts are made as the orchestrator makes them: `tool-filter` on a
+ * `tools/list` answer, then the same tool with another description. The services keep their
+ * pins in Redis database 9 (the pin hashes have a fixed name), under tool names of this run,
+ * and audit pin changes on a queue of this run there: both deleted afterwards.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -24,7 +24,7 @@ import { fleet, REPO_ROOT, redisCommand } from './helpers.ts';
 const REDIS_DB = 9;
 const TOKEN = `pins-${randomUUID()}`;
 const RUN = randomUUID().slice(0, 8);
-/** The services' AUDIT_QUEUE: approvals are audited there, not on the shared `fleet-audit`. */
+/** The services' AUDIT_QUEUE: pin changes are audited there, not on the shared `fleet-audit`. */
 const AUDIT_QUEUE = `cli-pins-audit-${RUN}`;
 /** Tool names of this run: `pin-<run>-<name>`. */
 const toolName = (name: string) => `pin-${RUN}-${name}`;
@@ -77,6 +77,22 @@ async function queuedRecords(): Promise<Array<Record<string, unknown>>> {
     if (typeof data === 'string') records.push(JSON.parse(data) as Record<string, unknown>);
   }
   return records;
+}
+
+/**
+ * The first record in {@link AUDIT_QUEUE} of `event` on `target`, waited for up to 5 s: the
+ * producer sends it a moment after the answer.
+ */
+async function queuedRecord(
+  event: string,
+  target: string,
+): Promise<Record<string, unknown> | undefined> {
+  for (let wait = 0; wait < 50; wait++) {
+    const record = (await queuedRecords()).find((r) => r.event === event && r.target === target);
+    if (record) return record;
+    await new Promise((tick) => setTimeout(tick, 100));
+  }
+  return undefined;
 }
 
 beforeAll(async () => {
@@ -222,13 +238,7 @@ describe('fleet pins', () => {
   it('pins approve leaves its admin record on the AUDIT_QUEUE of the service', async () => {
     const name = await drifted('audited');
     expect((await pins(['approve', name])).code).toBe(0);
-    // The producer sends it a moment after the answer.
-    let record: Record<string, unknown> | undefined;
-    for (let wait = 0; wait < 50 && !record; wait++) {
-      record = (await queuedRecords()).find((r) => r.target === name);
-      if (!record) await new Promise((tick) => setTimeout(tick, 100));
-    }
-    expect(record).toMatchObject({
+    expect(await queuedRecord('admin/pins/approve', name)).toMatchObject({
       kind: 'admin',
       event: 'admin/pins/approve',
       decision: 'allowed',
@@ -297,6 +307,62 @@ describe('fleet pins', () => {
     expect(short.stderr).toContain(`tool "${name}" has no drift to approve`);
   });
 
+  it('pins forget removes the pin and the drift, says so; the next listing pins the tool afresh', async () => {
+    // A name with a slash: one path segment, percent-encoded.
+    const name = await drifted('fs/forget');
+    const run = await pins(['forget', name]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      `forgot the pin of ${name}: the next tools/list that shows it pins its definition afresh\n`,
+    );
+    const state = await pinsState();
+    expect(state.pins.map((p) => p.tool)).not.toContain(name);
+    expect(state.drifts.map((d) => d.tool)).not.toContain(name);
+    // Trust on first use again: the definition listed now is pinned, and listed.
+    expect(await list(tool(name, 'fs/forget v2'))).toEqual([name]);
+    expect((await pinsState()).pins.map((p) => p.tool)).toContain(name);
+    const json = await pins(['forget', name, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ tool: name, forgotten: true });
+  });
+
+  it('pins forget leaves its admin record on the AUDIT_QUEUE of the service', async () => {
+    const name = toolName('forget-audited');
+    await list(tool(name, 'forget-audited'));
+    expect((await pins(['forget', name])).code).toBe(0);
+    expect(await queuedRecord('admin/pins/forget', name)).toMatchObject({
+      kind: 'admin',
+      event: 'admin/pins/forget',
+      method: 'DELETE /policy/pins/{tool}',
+      decision: 'allowed',
+      principal: { type: 'service', id: 'FLEET_TOKEN' },
+    });
+  });
+
+  it('pins forget of a tool that is not pinned exits 1 with the 404 message', async () => {
+    const name = toolName('never-listed');
+    const run = await pins(['forget', name]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `error: tool "${name}" is not pinned at ${on.url}: nothing to forget (fleet pins shows the pins and drifts)\n`,
+    );
+    const json = await pins(['forget', name, '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: expect.stringContaining('is not pinned'),
+      code: 'NO_PIN',
+      status: 404,
+    });
+  });
+
+  it('pins forget refuses an empty tool name before sending anything (exit 2)', async () => {
+    const run = await fleet(['pins', 'forget', ' ', '--policy', 'http://127.0.0.1:1']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe('error: the tool name is empty (fleet pins lists the pinned tools)\n');
+  });
+
   it('pins approve refuses a malformed --digest before sending anything (exit 2)', async () => {
     const run = await fleet([
       'pins',
@@ -324,6 +390,9 @@ describe('fleet pins', () => {
     expect(wrong.stderr).toBe(
       `error: the policy-validator at ${on.url} refused the token (FLEET_TOKEN)\n`,
     );
+    const forget = await pins(['forget', 'x', '--json'], {});
+    expect(forget.code).toBe(1);
+    expect(JSON.parse(forget.stderr)).toMatchObject({ code: 'POLICY_API_ERROR', status: 401 });
   });
 
   it('says pinning is off, and how to turn it on, hints as launched', async () => {
@@ -378,6 +447,9 @@ describe('fleet pins', () => {
         code: 'PIN_STORE_UNAVAILABLE',
         status: 503,
       });
+      const forget = await fleet(['pins', 'forget', 'x', '--policy', lost.url]);
+      expect(forget.code).toBe(1);
+      expect(forget.stderr).toBe(run.stderr);
     } finally {
       await lost.stop('SIGTERM', 5_000);
     }
@@ -398,5 +470,10 @@ describe('fleet pins', () => {
     });
     expect(approve.code).toBe(1);
     expect(JSON.parse(approve.stderr)).toMatchObject({ code: 'POLICY_UNREACHABLE' });
+    const forget = await fleet(['pins', 'forget', 'x', '--json'], {
+      env: { FLEET_POLICY_URL: url },
+    });
+    expect(forget.code).toBe(1);
+    expect(JSON.parse(forget.stderr)).toMatchObject({ code: 'POLICY_UNREACHABLE' });
   });
 });

@@ -104,13 +104,13 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     )
     .option(
       '--event <method>',
-      'the governed event, e.g. resources/read (admin records: admin/services/register, admin/services/unregister, admin/services/refresh, admin/pins/approve)',
+      'the governed event, e.g. resources/read (admin records: admin/services/register, admin/services/unregister, admin/services/refresh, admin/pins/approve, admin/pins/forget)',
       nonEmpty('--event', 'an event such as tools/call', 'every event'),
     )
     .addOption(
       new Option(
         '--kind <kind>',
-        "who wrote the record: chain (the gateway's chain), invocation (the audit interceptor), admin (changes through the orchestrator's admin API and tool pin approvals, and refused attempts)",
+        "who wrote the record: chain (the gateway's chain), invocation (the audit interceptor), admin (changes through the orchestrator's admin API, tool pins approved or forgotten, and refused attempts)",
       ).choices(['chain', 'invocation', 'admin']),
     )
     .option(

@@ -1,5 +1,6 @@
 /**
- * `fleet pins` and `fleet pins approve <tool>`: the policy-validator's tool pins (`--policy`,
+ * `fleet pins`, `fleet pins approve <tool>` and `fleet pins forget <tool>`: the
+ * policy-validator's tool pins (`--policy`,
  * else `FLEET_POLICY_URL`, else the URL a running `fleet up` wrote to `<state dir>/fleet.json`,
  * else http://127.0.0.1:8082), with `FLEET_TOKEN` (else the running fleet's) when set.
  */
@@ -104,7 +105,7 @@ async function seenDigest(api: PolicyClient, tool: string, digest: string): Prom
   return drift.seen;
 }
 
-/** Add `pins` and `pins approve` to `program`. */
+/** Add `pins`, `pins approve` and `pins forget` to `program`. */
 export function addPinsCommand(program: Command, context: CommandContext): Command {
   const pins = program
     .command('pins')
@@ -152,6 +153,32 @@ export function addPinsCommand(program: Command, context: CommandContext): Comma
         pin,
         () =>
           `approved ${pin.tool}: pinned ${shortDigest(pin.digest)} at ${formatTime(pin.pinnedAt)}; it is listed and callable again\n  sha256 ${pin.digest}\n`,
+      );
+    });
+  pins
+    .command('forget')
+    .description(
+      "remove a tool's pin, and its drift if any: the next tools/list that shows the tool pins the definition it shows then, unreviewed",
+    )
+    .argument('<tool>', 'the tool, as fleet pins shows it')
+    .addHelpText(
+      'after',
+      '\nFor a tool its backend no longer lists, or to make room in a full pin store\n(PINNING_MAX_TOOLS). Forgetting a drifted tool trusts whatever it shows next: to\naccept a definition you reviewed, use fleet pins approve <tool> --digest <seen>.',
+    )
+    .configureHelp({ showGlobalOptions: true })
+    .action(async (tool: string, _options: unknown, command: Command) => {
+      const parent = command.parent ?? command;
+      if (tool.trim() === '')
+        throw new CliError(
+          'USAGE',
+          `the tool name is empty (${context.hint(parent, 'pins')} lists the pinned tools)`,
+        );
+      await context.policy(parent).forget(tool);
+      context.print(
+        command,
+        { tool, forgotten: true },
+        () =>
+          `forgot the pin of ${tool}: the next tools/list that shows it pins its definition afresh\n`,
       );
     });
   return pins;
