@@ -94,6 +94,13 @@ describe('tool pinning alerts', () => {
     );
     expect(drifted?.annotations.description).toContain('fleet pins approve <tool> --digest <seen>');
     expect(drifted?.annotations.description).toContain(`port-forward svc/${JOB} 8082`);
+    // Room is made through the audited API, under the service's key prefix, not by hand in Redis.
+    const full = withPinning.find((r) => r.alert === 'FleetToolPinStoreFull');
+    expect(full?.annotations.description).toContain(
+      '`fleet pins forget <tool> --policy http://127.0.0.1:8082`',
+    );
+    expect(full?.annotations.description).toContain(`port-forward svc/${JOB} 8082`);
+    expect(full?.annotations.description).not.toMatch(/HDEL|fleet:pins:/);
   });
 
   it("ask only for series the service's /metrics serves after a drift and a full store", async () => {
