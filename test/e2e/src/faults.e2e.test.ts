@@ -1,8 +1,9 @@
 /**
- * Faults across the real fleet (processes, a private Redis, PostgreSQL): what a client sees
+ * Faults across the real fleet (processes, a private Redis or PostgreSQL): what a client sees
  * while a dependency is gone, and that the audit trail loses nothing and stores nothing twice.
  */
 import { randomBytes } from 'node:crypto';
+import { startPostgresServer } from '@fleet/test-fixtures/postgres-server';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -167,6 +168,29 @@ describe('faults', () => {
     }
     expect(after.filter((o) => o.ok)).toHaveLength(10);
     await expectTrailOf(e2e, [...before, ...during, ...after]);
+  }, 240_000);
+
+  it('serves through a PostgreSQL crash and stores every record once it is back', async () => {
+    const database = await startPostgresServer();
+    e2e = await startE2eFleet({ databaseUrl: database.url, policy: POLICY });
+    const clients = [await connect(e2e), await connect(e2e)];
+    const stop = new AbortController();
+    const running = traffic(clients, stop.signal);
+    await sleep(1000);
+    // The store is only the audit worker's: calls never wait for it.
+    await database.kill();
+    await sleep(4000);
+    await database.start();
+    await sleep(1000);
+    stop.abort();
+    const outcomes = await running;
+    expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+    await expectTrailOf(e2e, outcomes);
+    // The audit API's pool reconnects too.
+    const last = outcomes.at(-1)?.traceId;
+    const res = await fetch(`${e2e.fleet.urls['audit-logger']}/api/audit/traces/${last}`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { records: unknown[] }).records.length).toBeGreaterThanOrEqual(2);
   }, 240_000);
 
   it('loses no audit record when the audit worker is killed mid-stream', async () => {

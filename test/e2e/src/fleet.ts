@@ -41,6 +41,8 @@ export const TOKENS_AUTH = `auth:
 export interface E2eFleetOptions {
   /** A fresh PostgreSQL database for the audit store (else PGlite in the state directory). */
   postgres?: boolean;
+  /** The audit store's PostgreSQL URL, a database the test owns (e.g. a private server it stops). */
+  databaseUrl?: string;
   /** An in-test OTLP receiver the services export their traces to. */
   otlp?: boolean;
   /** The stdio fixture backend (`fx_`) and server-everything (`ev_`) as more backends. */
@@ -100,8 +102,8 @@ export async function startE2eFleet(options: E2eFleetOptions = {}): Promise<E2eF
   });
 
   try {
-    let databaseUrl: string | undefined;
-    if (options.postgres) {
+    let databaseUrl = options.databaseUrl;
+    if (options.postgres && databaseUrl === undefined) {
       const admin = new pg.Client({ connectionString: ADMIN_DB });
       await admin.connect();
       try {
