@@ -2,12 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { NOT_DIGITS } from '../test/scenarios.ts';
 import {
+  DEFAULT_REDIS_URL,
   envInteger,
   envKeyPrefix,
   envLogLevel,
+  envRedisUrl,
   expandVariables,
   integerProblem,
   LOG_LEVELS,
+  redisUrlProblem,
 } from './env.ts';
 
 describe('expandVariables', () => {
@@ -83,4 +86,43 @@ describe('envKeyPrefix', () => {
       expect(() => envKeyPrefix({ P: text }, 'P', 'fleet')).toThrow(/^P must be 1 to 128 letters/);
     },
   );
+});
+
+describe('envRedisUrl', () => {
+  it.each([
+    [{}, DEFAULT_REDIS_URL],
+    [{ REDIS_URL: '' }, DEFAULT_REDIS_URL],
+    [{ REDIS_URL: 'redis://redis:6379' }, 'redis://redis:6379'],
+    [
+      { REDIS_URL: 'rediss://user:secret@redis.example:6380/2' },
+      'rediss://user:secret@redis.example:6380/2',
+    ],
+    [{ REDIS_URL: 'redis://:secret@10.0.0.5' }, 'redis://:secret@10.0.0.5'],
+  ])('reads %j as %j, as given', (env, expected) => {
+    expect(envRedisUrl(env)).toBe(expected);
+  });
+
+  it.each([
+    // What a Redis client would take for a host name and retry for ever.
+    ['garbage', 'garbage'],
+    ['localhost:6379', 'localhost:6379'],
+    ['redis:/redis:6379', 'redis:/redis:6379'],
+    ['redis://[bad', 'redis://[bad'],
+    [' redis://redis:6379', ' redis://redis:6379'],
+    ['http://redis:6379', 'http://redis:6379'],
+    // A password is never quoted: a URL's is left out, and anything before an "@" elsewhere.
+    ['http://user:secret@redis:6379', 'http://user@redis:6379/'],
+    ['https://:secret@redis', 'https://redis/'],
+    ['default:secret@redis:6379', '***@redis:6379'],
+    ['secret@redis', '***@redis'],
+  ])('refuses REDIS_URL=%j naming the variable, quoting %j', (text, shown) => {
+    expect(() => envRedisUrl({ REDIS_URL: text })).toThrow(
+      `REDIS_URL must be a redis:// or rediss:// URL, got ${JSON.stringify(shown)}`,
+    );
+    expect(redisUrlProblem(text)).toBe('must be a redis:// or rediss:// URL');
+  });
+
+  it('cuts what it quotes', () => {
+    expect(() => envRedisUrl({ REDIS_URL: 'x'.repeat(1000) })).toThrow(`got "${'x'.repeat(64)}"`);
+  });
 });

@@ -92,3 +92,47 @@ export function envKeyPrefix(
     );
   return text;
 }
+
+/** The Redis a service uses when `REDIS_URL` is unset or empty. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * Why `text` is not a Redis URL (`redis://` or `rediss://`, then what the URL parser reads), or
+ * undefined when it is. Anything else a Redis client would take for a host name (`garbage`,
+ * `localhost:6379`) and retry for ever.
+ */
+export function redisUrlProblem(text: string): string | undefined {
+  if (/^rediss?:\/\//i.test(text) && URL.canParse(text)) return undefined;
+  return 'must be a redis:// or rediss:// URL';
+}
+
+/**
+ * `text` as an error message may quote it: without the password of a URL that has one, and
+ * with nothing before an `@` in anything else that has one (`default:secret@redis:6379`).
+ */
+function withoutPassword(text: string): string {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (url?.password) {
+    url.password = '';
+    return url.href;
+  }
+  if (url?.username) return text;
+  const at = text.lastIndexOf('@');
+  return at === -1 ? text : `***${text.slice(at)}`;
+}
+
+/**
+ * `REDIS_URL`, or {@link DEFAULT_REDIS_URL} when it is unset or empty.
+ * @throws {Error} naming the variable and what it got (never a password in it), for anything
+ * but a redis:// or rediss:// URL.
+ */
+export function envRedisUrl(env: Readonly<Record<string, string | undefined>>): string {
+  const text = env.REDIS_URL;
+  if (text === undefined || text === '') return DEFAULT_REDIS_URL;
+  const problem = redisUrlProblem(text);
+  if (problem !== undefined)
+    throw new Error(
+      `REDIS_URL ${problem}, got ${JSON.stringify(withoutPassword(text).slice(0, 64))}`,
+    );
+  return text;
+}

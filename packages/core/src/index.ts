@@ -24,13 +24,16 @@ export type {
 } from './chain.ts';
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
 export {
+  DEFAULT_REDIS_URL,
   envInteger,
   envKeyPrefix,
   envLogLevel,
+  envRedisUrl,
   expandVariables,
   integerProblem,
   LOG_LEVELS,
   type LogLevel,
+  redisUrlProblem,
 } from './env.ts';
 export type {
   FleetErrorCode,
