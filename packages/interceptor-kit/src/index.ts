@@ -46,8 +46,22 @@ export type { ReloadingFile, ReloadingFileOptions } from './reloading-file.ts';
 export { createReloadingFile } from './reloading-file.ts';
 export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts';
 export { createRemoteService } from './remote.ts';
-export type { Listening, ListenOptions, ShutdownOptions } from './serve.ts';
-export { DEFAULT_SHUTDOWN_DEADLINE_MS, listen, onShutdown } from './serve.ts';
+export type {
+  Listening,
+  ListenOptions,
+  ListenSetting,
+  ShutdownOptions,
+  Stop,
+  StopOptions,
+} from './serve.ts';
+export {
+  DEFAULT_SHUTDOWN_DEADLINE_MS,
+  ListenError,
+  listen,
+  listenErrorLine,
+  onShutdown,
+  stopOnListenError,
+} from './serve.ts';
 export type { SseEvent } from './sse.ts';
 export { parseSseEvents, SseParser } from './sse.ts';
 export { serveStdio } from './stdio.ts';
