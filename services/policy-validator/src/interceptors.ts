@@ -91,8 +91,8 @@ function driftMessage(drift: ToolDrift): string {
 function storeFullMessage(tool: string, maxTools: number): string {
   return (
     `tool "${tool}" is not pinned and cannot be: the tool pin store is full (${maxTools} tools) ` +
-    'and pinning is configured to fail closed; an operator can raise PINNING_MAX_TOOLS on the ' +
-    'policy-validator'
+    'and pinning is configured to fail closed; an operator can forget pins no longer needed ' +
+    '(`fleet pins forget`) or raise PINNING_MAX_TOOLS on the policy-validator'
   );
 }
 

@@ -306,7 +306,7 @@ describe('a bounded pin store', () => {
     const refused = await svc.call('c');
     expect(refused).toMatchObject({ valid: false, info: { pinning: 'store_full' } });
     expect(refused.messages?.[0]?.message).toContain(
-      'tool "c" is not pinned and cannot be: the tool pin store is full (2 tools) and pinning is configured to fail closed',
+      'tool "c" is not pinned and cannot be: the tool pin store is full (2 tools) and pinning is configured to fail closed; an operator can forget pins no longer needed (`fleet pins forget`) or raise PINNING_MAX_TOOLS',
     );
     // Unverifiable too: a tool never listed, while there is no room to pin it.
     expect((await svc.call('never-listed')).valid).toBe(false);
