@@ -84,6 +84,7 @@ describe('audit-logger environment', () => {
     [{ TRACE_URL_TEMPLATE: 'javascript:alert(1)//{traceId}' }, 'TRACE_URL_TEMPLATE'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
+    [{ REDIS_URL: 'redis://[bad' }, 'REDIS_URL'],
     [{ AUDIT_DB_SCHEMA: 'a;drop' }, 'AUDIT_DB_SCHEMA'],
   ])('refuses %j naming %s', (env, name) => {
     const error = (() => {

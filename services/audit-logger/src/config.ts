@@ -9,7 +9,13 @@ import {
   DEFAULT_PGLITE_DIR,
   DEFAULT_RETENTION_DAYS,
 } from '@fleet/audit';
-import { integerProblem, LOG_LEVELS, unknownKeyMessage } from '@fleet/core';
+import {
+  DEFAULT_REDIS_URL,
+  integerProblem,
+  LOG_LEVELS,
+  redisUrlProblem,
+  unknownKeyMessage,
+} from '@fleet/core';
 import { z } from 'zod';
 
 /** The configuration cannot be used; the message names each bad variable. */
@@ -39,21 +45,21 @@ const flag = (fallback: boolean) =>
     ]),
   );
 
+/** A string that `problem` (one of core's checks) finds nothing wrong with. */
+const checked = (problem: (text: string) => string | undefined) =>
+  z.string().superRefine((text, ctx) => {
+    const message = problem(text);
+    if (message !== undefined) ctx.addIssue({ code: 'custom', message });
+  });
+
 // Digits only (core's integerProblem), not `z.coerce`: Number(' ') is 0, Number('1e3') 1000.
 const integer = (min: number, max: number = Number.MAX_SAFE_INTEGER) =>
-  z
-    .string()
-    .superRefine((text, ctx) => {
-      const problem = integerProblem(text, min, max);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .transform(Number);
+  checked((text) => integerProblem(text, min, max)).transform(Number);
 
 const SharedSchema = {
   HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),
-  REDIS_URL: optional(
-    z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
-  ).transform((v) => v ?? 'redis://127.0.0.1:6379'),
+  // The same check as the other services' (core's envRedisUrl).
+  REDIS_URL: optional(checked(redisUrlProblem)).transform((v) => v ?? DEFAULT_REDIS_URL),
   DATABASE_URL: optional(
     z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'),
   ),

@@ -10,7 +10,13 @@
  * has the table.
  */
 import { createAuditProducer, registerAuditMetrics } from '@fleet/audit';
-import { type Listening, listen, observeInvocations, onShutdown } from '@fleet/interceptor-kit';
+import {
+  type Listening,
+  listen,
+  observeInvocations,
+  onShutdown,
+  stopOnListenError,
+} from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditLoggerConfig,
@@ -84,7 +90,7 @@ const service = createAuditLoggerApp({
 let listening: Listening | undefined;
 // Registered before the start-up line, which tells a supervisor the process is ready: a
 // SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
-onShutdown(async () => {
+const stop = onShutdown(async () => {
   // In-flight invocations finish (their records are queued), then the producer delivers
   // or journals what it holds, the worker stores its current batch, and the store closes.
   await listening?.close();
@@ -94,12 +100,15 @@ onShutdown(async () => {
   log.info({}, 'audit-logger stopped');
   await telemetry.shutdown();
 });
+// A HOST or PORT it cannot listen on: one line naming it, then the same drain as on SIGTERM (the
+// worker stores its batch, the producer releases its journal, the store closes); exit 1.
 listening = await listen(service.listener, {
   service: 'audit-logger',
   host: config.HOST,
   port: config.PORT,
-});
-log.info(
-  { url: listening.url, worker: config.AUDIT_WORKER, retentionDays: config.AUDIT_RETENTION_DAYS },
-  'audit-logger listening',
-);
+}).catch(stopOnListenError(stop));
+if (listening)
+  log.info(
+    { url: listening.url, worker: config.AUDIT_WORKER, retentionDays: config.AUDIT_RETENTION_DAYS },
+    'audit-logger listening',
+  );

@@ -11,7 +11,7 @@
  * AUDIT_WORKER=false against PostgreSQL instead.
  */
 import { registerAuditMetrics } from '@fleet/audit';
-import { type Listening, listen, onShutdown } from '@fleet/interceptor-kit';
+import { type Listening, listen, onShutdown, stopOnListenError } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import {
   type AuditWorkerConfig,
@@ -50,19 +50,22 @@ const app = createWorkerHttpApp({
 let listening: Listening | undefined;
 // Registered before the start-up line, which tells a supervisor the process is ready: a
 // SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
-onShutdown(async () => {
+const stop = onShutdown(async () => {
   await listening?.close();
   await drain.close();
   await store.close();
   log.info({}, 'audit worker stopped');
   await telemetry.shutdown();
 });
+// A HOST or PORT it cannot listen on: one line naming it, then the same drain as on SIGTERM (the
+// worker stores its batch, the store closes); exit 1.
 listening = await listen(app, {
   service: 'audit-worker',
   host: config.HOST,
   port: config.PORT,
-});
-log.info(
-  { url: listening.url, retentionDays: config.AUDIT_RETENTION_DAYS },
-  'audit worker running',
-);
+}).catch(stopOnListenError(stop));
+if (listening)
+  log.info(
+    { url: listening.url, retentionDays: config.AUDIT_RETENTION_DAYS },
+    'audit worker running',
+  );

@@ -12,12 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { createAuditProducer, createAuditRecord } from '@fleet/audit';
 import {
   freePort,
+  occupiedPort,
   type ServiceProcess,
   sourceCommand,
   startServiceProcess,
 } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   DATABASE_URL,
   defer,
@@ -31,6 +32,50 @@ import {
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
 const quietEnv = { LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' };
+
+// A port another server holds, for the PORT-in-use cases.
+const held = await occupiedPort();
+afterAll(() => held.close());
+
+/** The ways a HOST or PORT cannot be listened on, and the one line each ends the start with. */
+const LISTEN_FAILURES = [
+  [
+    'a HOST that does not resolve',
+    { HOST: 'not-a-host!', PORT: '0' },
+    'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
+  ],
+  [
+    'a HOST that is not of this machine',
+    { HOST: '8.8.8.8', PORT: '0' },
+    'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
+  ],
+  [
+    'a PORT in use',
+    { PORT: String(held.port) },
+    `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
+  ],
+] as const;
+
+/**
+ * Start `script` on PGlite under a new directory with `env`, expecting it to exit 1 with `line`
+ * (beside JSON log lines: the drain that closes the worker, the producer and the store), and
+ * to leave its PGlite directory and journal unlocked for the next start.
+ */
+async function expectListenFailure(
+  script: string,
+  env: Record<string, string>,
+  line: string,
+): Promise<void> {
+  const cwd = await tempDir();
+  const lines = await failedStartLines(
+    cwd,
+    { ...quietEnv, DATABASE_URL: '', AUDIT_PREFIX: uniquePrefix(), ...env },
+    script,
+  );
+  expect(lines.filter((l) => !l.startsWith('{'))).toEqual([line]);
+  expect(existsSync(join(cwd, '.fleet/audit-pglite.lock'))).toBe(false);
+  expect(existsSync(join(cwd, '.fleet/audit-logger-audit.ndjson.lock'))).toBe(false);
+}
 
 async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'audit-logger-proc-'));
@@ -236,6 +281,14 @@ describe('audit-logger process', () => {
     30_000,
   );
 
+  it.each(LISTEN_FAILURES)(
+    'exits 1 on %s with one line naming it (not a stack), its locks released',
+    async (_what, env, line) => {
+      await expectListenFailure(MAIN, env, line);
+    },
+    90_000,
+  );
+
   it('warns once per AUDIT_ variable it does not read, with what was meant, and starts', async () => {
     const { schema, drop } = await openSchemaStore();
     defer(drop);
@@ -345,6 +398,14 @@ describe('audit-worker process', () => {
   it('drains on a SIGTERM sent as soon as its start-up line appears', async () => {
     await expectDrainOnSigtermAtStartupLine(WORKER);
   }, 120_000);
+
+  it.each(LISTEN_FAILURES)(
+    'exits 1 on %s with one line naming it (not a stack), its store released',
+    async (_what, env, line) => {
+      await expectListenFailure(WORKER, env, line);
+    },
+    90_000,
+  );
 
   it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
     const { store, schema, drop } = await openSchemaStore();

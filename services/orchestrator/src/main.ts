@@ -20,8 +20,8 @@ import {
   registerAuditMetrics,
 } from '@fleet/audit';
 import { makeDirectory } from '@fleet/audit/directory';
-import { envInteger, envLogLevel, type LogLevel } from '@fleet/core';
-import { listen, onShutdown } from '@fleet/interceptor-kit';
+import { envInteger, envLogLevel, envRedisUrl, type LogLevel } from '@fleet/core';
+import { listen, onShutdown, stopOnListenError } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
 import {
@@ -65,7 +65,9 @@ try {
 }
 let port = 8080;
 let maxBuffered = DEFAULT_MAX_BUFFERED;
+let redisUrl: string;
 try {
+  redisUrl = envRedisUrl(env);
   port = envInteger(env, 'PORT', 8080, { max: 65_535 });
   maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
 } catch (error) {
@@ -93,7 +95,6 @@ if (stdio) {
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(env, { serviceName: 'orchestrator', serviceVersion: '0.1.0' }),
 );
-const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
 const redis = new Redis(redisUrl, { ...REDIS_CLIENT_OPTIONS });
 const subscriber = new Redis(redisUrl, { ...REDIS_CLIENT_OPTIONS });
 for (const connection of [redis, subscriber]) {
@@ -156,16 +157,20 @@ if (stdio) {
   const host = env.HOST || '127.0.0.1';
   for (const warning of exposureWarnings(config, host, env.FLEET_ADMIN_TOKEN || undefined))
     log.warn({ host }, warning);
+  // A HOST or PORT it cannot listen on: one line naming it, then what is open closes (the
+  // audit producer releases its journal); exit 1.
   const listening = await listen(orchestrator.listener, {
     service: 'orchestrator',
     host,
     port,
     requestTimeoutMs: config.limits.requestTimeoutMs,
     headersTimeoutMs: config.limits.headersTimeoutMs,
-  });
-  log.info({ url: listening.url }, 'orchestrator listening');
-  // Longer than the orchestrator's own drain (app.ts), so calls in flight are never cut.
-  stopListening = () => listening.close(20_000);
+  }).catch(stopOnListenError(shutdown));
+  if (listening) {
+    log.info({ url: listening.url }, 'orchestrator listening');
+    // Longer than the orchestrator's own drain (app.ts), so calls in flight are never cut.
+    stopListening = () => listening.close(20_000);
+  }
 }
 
 if (stdio) {

@@ -4,7 +4,7 @@
  * backend receiving the same trace context; graceful SIGTERM; the request deadline that
  * ends a slow-loris body.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import {
   deleteKeys,
   fixtureCommand,
   freePort,
+  occupiedPort,
   sourceCommand,
   startHttpBackend,
   startServiceProcess,
@@ -23,10 +24,14 @@ import {
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { connectClient, defer, serveInterceptors, textOf } from './harness.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+// A port another server holds, for the PORT-in-use case.
+const held = await occupiedPort();
+afterAll(() => held.close());
 
 describe('orchestrator process', () => {
   it('carries one trace across orchestrator, interceptor service and backend', async () => {
@@ -248,6 +253,47 @@ describe('orchestrator process', () => {
       'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
     );
     expect(error).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    [
+      'a HOST that does not resolve',
+      { HOST: 'not-a-host!', PORT: '0' },
+      'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
+    ],
+    [
+      'a HOST that is not of this machine',
+      { HOST: '8.8.8.8', PORT: '0' },
+      'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
+    ],
+    [
+      'a PORT in use',
+      { PORT: String(held.port) },
+      `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
+    ],
+    [
+      'a REDIS_URL that is not one',
+      { PORT: '0', REDIS_URL: 'garbage' },
+      'REDIS_URL must be a redis:// or rediss:// URL, got "garbage"',
+    ],
+  ])('exits 1 on %s with one line naming it (not a stack)', async (_what, env, line) => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+    defer(() => rm(dir, { recursive: true, force: true }));
+    const error = String(
+      await startServiceProcess({
+        ...sourceCommand(MAIN),
+        cwd: dir,
+        env,
+        readyTimeoutMs: 15_000,
+      }).catch((e: unknown) => e),
+    );
+    const [how = '', stderr = ''] = error.split('--- stderr (tail) ---\n');
+    expect(how).toContain('exited before its start-up line (code 1');
+    // Beside the JSON log lines (the shutdown that closes Redis, the audit producer, ...).
+    expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
+    expect(error).not.toMatch(/\n\s+at /);
+    // The audit producer released its journal: the next start takes it at once.
+    expect(existsSync(join(dir, '.fleet/orchestrator-audit.ndjson.lock'))).toBe(false);
   });
 
   it('exits 1 at once naming AUDIT_JOURNAL when its directory cannot be created (/proc)', async () => {

@@ -8,7 +8,14 @@
  * changes; drains on SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
-import { envInteger, envKeyPrefix, envLogLevel, type LogLevel } from '@fleet/core';
+import {
+  DEFAULT_REDIS_URL,
+  envInteger,
+  envKeyPrefix,
+  envLogLevel,
+  envRedisUrl,
+  type LogLevel,
+} from '@fleet/core';
 import {
   createLogger,
   createReloadingFile,
@@ -17,6 +24,7 @@ import {
   observeInvocations,
   onShutdown,
   type ReloadingFile,
+  stopOnListenError,
 } from '@fleet/interceptor-kit';
 import { type PiiConfig, parsePiiConfig } from '@fleet/pii';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
@@ -32,8 +40,10 @@ function fail(message: string): never {
 let port = 8081;
 let level: LogLevel = 'info';
 let vaultPrefix = DEFAULT_VAULT_PREFIX;
+let redisUrl = DEFAULT_REDIS_URL;
 try {
   level = envLogLevel(env);
+  redisUrl = envRedisUrl(env);
   vaultPrefix = envKeyPrefix(env, 'PII_VAULT_PREFIX', DEFAULT_VAULT_PREFIX);
   port = envInteger(env, 'PORT', 8081, { max: 65_535 });
 } catch (error) {
@@ -85,7 +95,7 @@ let engine = engineFor(config, keyFor(config));
 const telemetry = startTelemetry(
   telemetryOptionsFromEnv(env, { serviceName: 'pii-redactor', serviceVersion: '0.1.0' }),
 );
-const redis = new Redis(env.REDIS_URL || 'redis://127.0.0.1:6379', {
+const redis = new Redis(redisUrl, {
   maxRetriesPerRequest: 1,
   connectTimeout: 2000,
 });
@@ -111,14 +121,15 @@ const app = createPiiRedactorApp({
 let listening: Listening | undefined;
 // Registered before the start-up line, which tells a supervisor the process is ready: a
 // SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
-onShutdown(async () => {
+const stop = onShutdown(async () => {
   await listening?.close();
   file?.close();
   redis.disconnect();
   await telemetry.shutdown();
 });
+// A HOST or PORT it cannot listen on: one line naming it, then what is open closes; exit 1.
 listening = await listen(app.listener, {
   service: 'pii-redactor',
   host: env.HOST || '127.0.0.1',
   port,
-});
+}).catch(stopOnListenError(stop));

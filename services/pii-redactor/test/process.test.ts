@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRemoteService } from '@fleet/interceptor-kit';
-import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { occupiedPort, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -21,6 +21,10 @@ function configFile(text: string): string {
   writeFileSync(path, text);
   return path;
 }
+
+// A port another server holds, for the PORT-in-use case.
+const held = await occupiedPort();
+afterAll(() => held.close());
 
 describe('pii-redactor process', () => {
   it('starts on embedded defaults and stops on SIGTERM', async () => {
@@ -83,6 +87,42 @@ describe('pii-redactor process', () => {
     expect(error).toContain(
       'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
     );
+    expect(error).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    [
+      'a HOST that does not resolve',
+      { HOST: 'not-a-host!', PORT: '0' },
+      'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
+    ],
+    [
+      'a HOST that is not of this machine',
+      { HOST: '8.8.8.8', PORT: '0' },
+      'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
+    ],
+    [
+      'a PORT in use',
+      { PORT: String(held.port) },
+      `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
+    ],
+    [
+      'a REDIS_URL that is not one',
+      { PORT: '0', REDIS_URL: 'garbage' },
+      'REDIS_URL must be a redis:// or rediss:// URL, got "garbage"',
+    ],
+  ])('exits 1 on %s with one line naming it (not a stack)', async (_what, env, line) => {
+    const error = String(
+      await startServiceProcess({
+        ...sourceCommand(MAIN),
+        env,
+        readyTimeoutMs: 10_000,
+      }).catch((e: unknown) => e),
+    );
+    const [how = '', stderr = ''] = error.split('--- stderr (tail) ---\n');
+    expect(how).toContain('exited before its start-up line (code 1');
+    // Beside the JSON log lines (the shutdown that closes Redis and telemetry), only this one.
+    expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
     expect(error).not.toMatch(/\n\s+at /);
   });
 

@@ -21,13 +21,21 @@ import {
   registerAuditMetrics,
 } from '@fleet/audit';
 import { makeDirectory } from '@fleet/audit/directory';
-import { envInteger, envKeyPrefix, envLogLevel, type LogLevel } from '@fleet/core';
+import {
+  DEFAULT_REDIS_URL,
+  envInteger,
+  envKeyPrefix,
+  envLogLevel,
+  envRedisUrl,
+  type LogLevel,
+} from '@fleet/core';
 import {
   createLogger,
   type Listening,
   listen,
   observeInvocations,
   onShutdown,
+  stopOnListenError,
   whenConnected,
 } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
@@ -57,8 +65,10 @@ let port = 8082;
 let maxTools = DEFAULT_PIN_MAX_TOOLS;
 let maxBuffered = DEFAULT_MAX_BUFFERED;
 let keyPrefix = DEFAULT_KEY_PREFIX;
+let redisUrl = DEFAULT_REDIS_URL;
 try {
   level = envLogLevel(env);
+  redisUrl = envRedisUrl(env);
   keyPrefix = envKeyPrefix(env, 'POLICY_KEY_PREFIX', DEFAULT_KEY_PREFIX);
   port = envInteger(env, 'PORT', 8082, { max: 65_535 });
   maxTools = envInteger(env, 'PINNING_MAX_TOOLS', DEFAULT_PIN_MAX_TOOLS, {
@@ -119,8 +129,6 @@ try {
   process.stderr.write(`cannot load POLICY_FILE ${env.POLICY_FILE}: ${(error as Error).message}\n`);
   process.exit(1);
 }
-
-const redisUrl = env.REDIS_URL || 'redis://127.0.0.1:6379';
 
 /**
  * The audit producer of the pin approvals' `admin` records: it never makes a request wait and,
@@ -184,7 +192,7 @@ app = createPolicyValidatorApp({
 let listening: Listening | undefined;
 // Registered before the start-up line, which tells a supervisor the process is ready: a
 // SIGTERM sent as soon as it appears must drain, not kill the process by the signal.
-onShutdown(async () => {
+const stop = onShutdown(async () => {
   await listening?.close();
   // After the last request: what Redis cannot take now is journaled, not lost.
   await producer.close();
@@ -192,8 +200,10 @@ onShutdown(async () => {
   redis.disconnect();
   await telemetry.shutdown();
 });
+// A HOST or PORT it cannot listen on: one line naming it, then what is open closes (the audit
+// producer releases its journal); exit 1.
 listening = await listen(app.listener, {
   service: 'policy-validator',
   host: env.HOST || '127.0.0.1',
   port,
-});
+}).catch(stopOnListenError(stop));

@@ -3,16 +3,16 @@
  * or journal directory, the allow-all warning.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startOtlpReceiver } from '@fleet/telemetry/testing';
-import { deleteKeys, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { deleteKeys, occupiedPort, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { invokePolicy, listTools } from './pin-service.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -78,6 +78,10 @@ async function slowRedisProxy(holdMs: number) {
     },
   };
 }
+
+// A port another server holds, for the PORT-in-use case.
+const held = await occupiedPort();
+afterAll(() => held.close());
 
 describe('policy-validator process', () => {
   it('waits for Redis at start-up: the first tools/list after the start-up line pins its tools', async () => {
@@ -197,6 +201,50 @@ describe('policy-validator process', () => {
     expect(error).toContain('exited before its start-up line (code 1');
     expect(error).toContain(message);
     expect(error).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    [
+      'a HOST that does not resolve',
+      { HOST: 'not-a-host!', PORT: '0' },
+      'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
+    ],
+    [
+      'a HOST that is not of this machine',
+      { HOST: '8.8.8.8', PORT: '0' },
+      'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
+    ],
+    [
+      'a PORT in use',
+      { PORT: String(held.port) },
+      `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
+    ],
+    [
+      'a REDIS_URL that is not one',
+      { PORT: '0', REDIS_URL: 'garbage' },
+      'REDIS_URL must be a redis:// or rediss:// URL, got "garbage"',
+    ],
+  ])('exits 1 on %s with one line naming it (not a stack)', async (_what, env, line) => {
+    const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    const journal = join(dir, 'audit.ndjson');
+    try {
+      const error = String(
+        await startServiceProcess({
+          ...sourceCommand(MAIN),
+          env: { AUDIT_JOURNAL: journal, ...env },
+          readyTimeoutMs: 10_000,
+        }).catch((e: unknown) => e),
+      );
+      const [how = '', stderr = ''] = error.split('--- stderr (tail) ---\n');
+      expect(how).toContain('exited before its start-up line (code 1');
+      // Beside the JSON log lines (the shutdown that closes the producer, Redis and telemetry).
+      expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
+      expect(error).not.toMatch(/\n\s+at /);
+      // The audit producer released its journal: the next start takes it at once.
+      expect(existsSync(`${journal}.lock`)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.each(['0', 'ten', '1000001'])('refuses to start with PINNING_MAX_TOOLS=%s', async (value) => {
