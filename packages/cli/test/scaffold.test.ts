@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { occupiedPort, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InterceptorKind } from '../src/index.ts';
 import {
@@ -421,6 +421,28 @@ describe('fleet new interceptor, in this repository', () => {
         '-',
         id,
       ]);
+    }, 60_000);
+
+    it('refuses a PORT in use, or a bad one, with one line naming it and exit 1', async () => {
+      const held = await occupiedPort();
+      defer(() => held.close());
+      for (const [port, line] of [
+        [
+          String(held.port),
+          `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
+        ],
+        ['80000', 'PORT must be an integer from 0 to 65535 (digits only), got "80000"'],
+      ] as const) {
+        const error = await startServiceProcess({
+          ...sourceCommand(join(dir, 'src/main.ts')),
+          cwd: dir,
+          env: childEnv({ PORT: port }),
+          readyTimeoutMs: 30_000,
+        }).catch((e: unknown) => String(e));
+        expect(error).toContain('exited before its start-up line (code 1');
+        expect(error).toContain(line);
+        expect(error).not.toMatch(/\n\s+at /);
+      }
     }, 60_000);
   });
 });
