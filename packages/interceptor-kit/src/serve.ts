@@ -201,8 +201,9 @@ export interface StopOptions {
 
 /**
  * Start the shutdown {@link onShutdown} registered, as a signal would, with `reason` in its log
- * line (default `requested`); nothing if one has started. The process exits with `exitCode`
- * once it has finished (1 if it throws or misses its deadline).
+ * line (default `requested`). The process exits with `exitCode` once it has finished (1 if it
+ * throws or misses its deadline). While a shutdown runs it starts nothing, but a higher
+ * `exitCode` still becomes the exit code.
  */
 export type Stop = (reason?: string, options?: StopOptions) => void;
 
@@ -217,9 +218,13 @@ export function onShutdown(shutdown: () => Promise<void>, options: ShutdownOptio
   if (!(Number.isFinite(deadlineMs) && deadlineMs > 0))
     throw new RangeError(`deadlineMs must be a positive number, got ${deadlineMs}`);
   let stopping = false;
+  // The exit code once the shutdown has finished: a Stop with a higher one during it raises it
+  // (a listen that fails while a SIGTERM's shutdown runs still ends the process with 1).
+  let code = 0;
   const handler = (signal: string, exitCode = 0) => {
     if (stopping) process.exit(1);
     stopping = true;
+    code = exitCode;
     process.stderr.write(`${JSON.stringify({ level: 'info', msg: 'shutting down', signal })}\n`);
     // Not unref'd: a shutdown stuck on a promise with nothing else pending still ends here.
     setTimeout(() => {
@@ -229,7 +234,7 @@ export function onShutdown(shutdown: () => Promise<void>, options: ShutdownOptio
       process.exit(1);
     }, deadlineMs);
     shutdown().then(
-      () => process.exit(exitCode),
+      () => process.exit(code),
       (error: unknown) => {
         process.stderr.write(
           `${JSON.stringify({ level: 'error', msg: 'shutdown failed', error: String(error) })}\n`,
@@ -243,7 +248,8 @@ export function onShutdown(shutdown: () => Promise<void>, options: ShutdownOptio
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   return (reason = 'requested', { exitCode = 0 } = {}) => {
-    if (!stopping) handler(reason, exitCode);
+    if (stopping) code = Math.max(code, exitCode);
+    else handler(reason, exitCode);
   };
 }
 

@@ -22,7 +22,7 @@ async function sigterm(shutdown: string, options = '{}'): Promise<Exit> {
   const code = `
     import { onShutdown } from ${JSON.stringify(SERVE)};
     const keepAlive = setInterval(() => undefined, 1000);
-    onShutdown(${shutdown}, ${options});
+    globalThis.stop = onShutdown(${shutdown}, ${options});
     process.stdout.write('ready\\n');
   `;
   const child = spawn(
@@ -58,6 +58,15 @@ describe('onShutdown', () => {
     const exit = await sigterm('async () => { await new Promise((r) => setTimeout(r, 50)); }');
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(exit.stderr).toContain('"msg":"shutting down"');
+  });
+
+  it('exits 1 when a stop asks for it while a signal’s shutdown runs (listen failed meanwhile)', async () => {
+    const exit = await sigterm(
+      "async () => { globalThis.stop('cannot listen', { exitCode: 1 }); await new Promise((r) => setTimeout(r, 50)); }",
+    );
+    expect(exit).toMatchObject({ code: 1, signal: null });
+    // One shutdown: the stop during it starts nothing.
+    expect(exit.stderr.match(/"msg":"shutting down"/g)).toHaveLength(1);
   });
 
   it('exits 1 when the shutdown throws', async () => {
