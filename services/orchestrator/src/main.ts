@@ -128,18 +128,21 @@ const orchestrator = createOrchestrator({
   onAdminAction: auditObserver && ((action) => auditObserver.adminAction(action)),
   metricsHandler: telemetry.metricsHandler,
 });
-let stopListening: () => Promise<void> = async () => undefined;
+/** Closes the HTTP server once it listens (never for stdio, or when it could not listen). */
+let stopListening: (() => Promise<void>) | undefined;
 // Registered before start-up, which waits on interceptor services and Redis: a SIGTERM then
 // still stops the process.
 const shutdown = onShutdown(
   async () => {
     // Stop accepting; let calls in flight finish, then end the sessions (their SSE streams
     // would hold the server open) and wait for the HTTP server to close.
-    const drained = stopListening();
+    const drained = stopListening?.();
     await orchestrator.close();
     log.info({}, 'sessions, backends and registry closed');
-    await drained;
-    log.info({}, 'http server drained');
+    if (drained) {
+      await drained;
+      log.info({}, 'http server drained');
+    }
     await producer?.close();
     log.info({}, 'audit producer closed');
     redis.disconnect();

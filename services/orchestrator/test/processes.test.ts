@@ -292,6 +292,8 @@ describe('orchestrator process', () => {
     // Beside the JSON log lines (the shutdown that closes Redis, the audit producer, ...).
     expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
     expect(error).not.toMatch(/\n\s+at /);
+    // It never listened: nothing to drain, and the log does not say otherwise.
+    expect(stderr).not.toContain('http server drained');
     // The audit producer released its journal: the next start takes it at once.
     expect(existsSync(join(dir, '.fleet/orchestrator-audit.ndjson.lock'))).toBe(false);
   });
