@@ -14,10 +14,16 @@ import {
   freePort,
   occupiedPort,
   type ServiceProcess,
+  type ServiceProcessOptions,
   sourceCommand,
   startServiceProcess,
 } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
+import {
+  type StartRefusal,
+  startExpectingRefusal,
+  startRefusalCases,
+} from '@fleet/test-fixtures/start-refusal';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   DATABASE_URL,
@@ -37,25 +43,6 @@ const quietEnv = { LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none' };
 const held = await occupiedPort();
 afterAll(() => held.close());
 
-/** The ways a HOST or PORT cannot be listened on, and the one line each ends the start with. */
-const LISTEN_FAILURES = [
-  [
-    'a HOST that does not resolve',
-    { HOST: 'not-a-host!', PORT: '0' },
-    'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
-  ],
-  [
-    'a HOST that is not of this machine',
-    { HOST: '8.8.8.8', PORT: '0' },
-    'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
-  ],
-  [
-    'a PORT in use',
-    { PORT: String(held.port) },
-    `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
-  ],
-] as const;
-
 /**
  * Start `script` on PGlite under a new directory with `env`, expecting it to exit 1 with `line`
  * (beside JSON log lines: the drain that closes the worker, the producer and the store), and
@@ -67,12 +54,12 @@ async function expectListenFailure(
   line: string,
 ): Promise<void> {
   const cwd = await tempDir();
-  const lines = await failedStartLines(
+  const { lines } = await failedStart(
     cwd,
     { ...quietEnv, DATABASE_URL: '', AUDIT_PREFIX: uniquePrefix(), ...env },
     script,
   );
-  expect(lines.filter((l) => !l.startsWith('{'))).toEqual([line]);
+  expect(lines).toEqual([line]);
   expect(existsSync(join(cwd, '.fleet/audit-pglite.lock'))).toBe(false);
   expect(existsSync(join(cwd, '.fleet/audit-logger-audit.ndjson.lock'))).toBe(false);
 }
@@ -83,35 +70,45 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
+/** How to start main.ts (or `script`) in `cwd` with `env`. */
+function mainProcess(
+  cwd: string,
+  env: Record<string, string>,
+  script: string,
+): ServiceProcessOptions {
+  return { ...sourceCommand(script), cwd, env, readyTimeoutMs: 40_000 };
+}
+
 /** Start main.ts (or `script`) in `cwd` with `env`; stopped (SIGKILL) after the test. */
 async function startMain(
   cwd: string,
   env: Record<string, string>,
   script = MAIN,
 ): Promise<ServiceProcess> {
-  const service = await startServiceProcess({
-    ...sourceCommand(script),
-    cwd,
-    env,
-    readyTimeoutMs: 40_000,
-  });
+  const service = await startServiceProcess(mainProcess(cwd, env, script));
   defer(() => service.stop('SIGKILL'));
   return service;
 }
 
-/** Start main.ts (or `script`) expecting it to exit 1 before it is ready: its stderr lines. */
+/** Start main.ts (or `script`) in `cwd` with `env`, expecting it to exit 1 before it is ready. */
+async function failedStart(
+  cwd: string,
+  env: Record<string, string>,
+  script = MAIN,
+): Promise<StartRefusal> {
+  const refusal = await startExpectingRefusal(mainProcess(cwd, env, script));
+  expect(refusal.how).toContain('exited before its start-up line (code 1');
+  expect(refusal.stderr).not.toMatch(/^\s+at /m);
+  return refusal;
+}
+
+/** {@link failedStart}'s stderr lines, JSON log lines included. */
 async function failedStartLines(
   cwd: string,
   env: Record<string, string>,
   script = MAIN,
 ): Promise<string[]> {
-  const error = await startMain(cwd, env, script).catch((e: unknown) => e);
-  expect(error).toBeInstanceOf(Error);
-  const message = (error as Error).message;
-  expect(message).toContain('(code 1,');
-  const [, stderr = ''] = message.split('--- stderr (tail) ---\n');
-  expect(stderr).not.toMatch(/^\s+at /m);
-  return stderr.trim().split('\n');
+  return (await failedStart(cwd, env, script)).stderr.split('\n');
 }
 
 /**
@@ -281,7 +278,7 @@ describe('audit-logger process', () => {
     30_000,
   );
 
-  it.each(LISTEN_FAILURES)(
+  it.each(startRefusalCases(held.port))(
     'exits 1 on %s with one line naming it (not a stack), its locks released',
     async (_what, env, line) => {
       await expectListenFailure(MAIN, env, line);
@@ -399,7 +396,7 @@ describe('audit-worker process', () => {
     await expectDrainOnSigtermAtStartupLine(WORKER);
   }, 120_000);
 
-  it.each(LISTEN_FAILURES)(
+  it.each(startRefusalCases(held.port))(
     'exits 1 on %s with one line naming it (not a stack), its store released',
     async (_what, env, line) => {
       await expectListenFailure(WORKER, env, line);

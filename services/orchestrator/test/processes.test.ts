@@ -22,6 +22,7 @@ import {
   startServiceProcess,
 } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
+import { startExpectingRefusal, startRefusalCases } from '@fleet/test-fixtures/start-refusal';
 import { EmptyResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -242,61 +243,27 @@ describe('orchestrator process', () => {
     expect(String(error)).toContain('chain.timeoutMs');
   });
 
-  it('refuses a LOG_LEVEL it does not know with one line naming it (not a logger stack)', async () => {
-    const error = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      env: { PORT: '0', LOG_LEVEL: 'loud' },
-      readyTimeoutMs: 10_000,
-    }).catch((e: unknown) => String(e));
-    expect(error).toContain('exited before its start-up line (code 1');
-    expect(error).toContain(
-      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
-    );
-    expect(error).not.toMatch(/\n\s+at /);
-  });
-
-  it.each([
-    [
-      'a HOST that does not resolve',
-      { HOST: 'not-a-host!', PORT: '0' },
-      'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
-    ],
-    [
-      'a HOST that is not of this machine',
-      { HOST: '8.8.8.8', PORT: '0' },
-      'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
-    ],
-    [
-      'a PORT in use',
-      { PORT: String(held.port) },
-      `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
-    ],
-    [
-      'a REDIS_URL that is not one',
-      { PORT: '0', REDIS_URL: 'garbage' },
-      'REDIS_URL must be a redis:// or rediss:// URL, got "garbage"',
-    ],
-  ])('exits 1 on %s with one line naming it (not a stack)', async (_what, env, line) => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
-    defer(() => rm(dir, { recursive: true, force: true }));
-    const error = String(
-      await startServiceProcess({
+  it.each(startRefusalCases(held.port, { redisUrl: true, logLevel: true }))(
+    'exits 1 on %s with one line naming it (not a stack)',
+    async (_what, env, line) => {
+      const dir = mkdtempSync(join(tmpdir(), 'fleet-orch-'));
+      defer(() => rm(dir, { recursive: true, force: true }));
+      const { how, stderr, lines } = await startExpectingRefusal({
         ...sourceCommand(MAIN),
         cwd: dir,
         env,
         readyTimeoutMs: 15_000,
-      }).catch((e: unknown) => e),
-    );
-    const [how = '', stderr = ''] = error.split('--- stderr (tail) ---\n');
-    expect(how).toContain('exited before its start-up line (code 1');
-    // Beside the JSON log lines (the shutdown that closes Redis, the audit producer, ...).
-    expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
-    expect(error).not.toMatch(/\n\s+at /);
-    // It never listened: nothing to drain, and the log does not say otherwise.
-    expect(stderr).not.toContain('http server drained');
-    // The audit producer released its journal: the next start takes it at once.
-    expect(existsSync(join(dir, '.fleet/orchestrator-audit.ndjson.lock'))).toBe(false);
-  });
+      });
+      expect(how).toContain('exited before its start-up line (code 1');
+      // Beside the JSON log lines (the shutdown that closes Redis, the audit producer, ...)
+      // only this one: no stack.
+      expect(lines).toEqual([line]);
+      // It never listened: nothing to drain, and the log does not say otherwise.
+      expect(stderr).not.toContain('http server drained');
+      // The audit producer released its journal: the next start takes it at once.
+      expect(existsSync(join(dir, '.fleet/orchestrator-audit.ndjson.lock'))).toBe(false);
+    },
+  );
 
   it('exits 1 at once naming AUDIT_JOURNAL when its directory cannot be created (/proc)', async () => {
     // Node 20's recursive mkdir never returns there: the start-up hung before it made it itself.

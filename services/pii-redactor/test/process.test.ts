@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRemoteService } from '@fleet/interceptor-kit';
 import { occupiedPort, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { startExpectingRefusal, startRefusalCases } from '@fleet/test-fixtures/start-refusal';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -77,54 +78,20 @@ describe('pii-redactor process', () => {
     expect(error).toContain(message);
   });
 
-  it('refuses a LOG_LEVEL it does not know with one line naming it (not a logger stack)', async () => {
-    const error = await startServiceProcess({
-      ...sourceCommand(MAIN),
-      env: { PORT: '0', LOG_LEVEL: 'loud' },
-      readyTimeoutMs: 10_000,
-    }).catch((e: unknown) => String(e));
-    expect(error).toContain('exited before its start-up line (code 1');
-    expect(error).toContain(
-      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"',
-    );
-    expect(error).not.toMatch(/\n\s+at /);
-  });
-
-  it.each([
-    [
-      'a HOST that does not resolve',
-      { HOST: 'not-a-host!', PORT: '0' },
-      'HOST: cannot listen on not-a-host!:0: the host name does not resolve (ENOTFOUND)',
-    ],
-    [
-      'a HOST that is not of this machine',
-      { HOST: '8.8.8.8', PORT: '0' },
-      'HOST: cannot listen on 8.8.8.8:0: not an address of this machine (EADDRNOTAVAIL)',
-    ],
-    [
-      'a PORT in use',
-      { PORT: String(held.port) },
-      `PORT: cannot listen on 127.0.0.1:${held.port}: the port is in use (EADDRINUSE)`,
-    ],
-    [
-      'a REDIS_URL that is not one',
-      { PORT: '0', REDIS_URL: 'garbage' },
-      'REDIS_URL must be a redis:// or rediss:// URL, got "garbage"',
-    ],
-  ])('exits 1 on %s with one line naming it (not a stack)', async (_what, env, line) => {
-    const error = String(
-      await startServiceProcess({
+  it.each(startRefusalCases(held.port, { redisUrl: true, logLevel: true }))(
+    'exits 1 on %s with one line naming it (not a stack)',
+    async (_what, env, line) => {
+      const { how, lines } = await startExpectingRefusal({
         ...sourceCommand(MAIN),
         env,
         readyTimeoutMs: 10_000,
-      }).catch((e: unknown) => e),
-    );
-    const [how = '', stderr = ''] = error.split('--- stderr (tail) ---\n');
-    expect(how).toContain('exited before its start-up line (code 1');
-    // Beside the JSON log lines (the shutdown that closes Redis and telemetry), only this one.
-    expect(stderr.split('\n').filter((l) => !l.startsWith('{'))).toEqual([line]);
-    expect(error).not.toMatch(/\n\s+at /);
-  });
+      });
+      expect(how).toContain('exited before its start-up line (code 1');
+      // Beside the JSON log lines (the shutdown that closes Redis and telemetry) only this one:
+      // no stack.
+      expect(lines).toEqual([line]);
+    },
+  );
 
   it('rejects an edit with a misspelt key, keeps the config in force and logs why', async () => {
     const path = configFile('defaultStrategy: mask\n');
