@@ -21,6 +21,7 @@ describe('audit-logger environment', () => {
       AUDIT_PGLITE_DIR: '.fleet/audit-pglite',
       AUDIT_QUEUE: 'fleet-audit',
       AUDIT_RETENTION_DAYS: 30,
+      AUDIT_DB_WAIT_S: 30,
       LOG_LEVEL: 'info',
       AUDIT_WORKER: true,
       AUDIT_BATCH_JOBS: true,
@@ -52,10 +53,12 @@ describe('audit-logger environment', () => {
         AUDIT_BATCH_SIZE: '50',
         AUDIT_WORKER_CONCURRENCY: '200',
         AUDIT_PAYLOAD_PREVIEW: '256',
+        AUDIT_DB_WAIT_S: '5',
         LOG_LEVEL: 'warn',
       }),
     ).toMatchObject({
       PORT: 0,
+      AUDIT_DB_WAIT_S: 5,
       DATABASE_URL: 'postgres://u@db/audit',
       AUDIT_RETENTION_DAYS: 7,
       AUDIT_WORKER: false,
@@ -108,6 +111,7 @@ const INTEGER_VARIABLES: ReadonlyArray<[string, number, number | undefined]> = [
   ['AUDIT_WORKER_CONCURRENCY', 1, 100_000],
   ['AUDIT_MAX_BUFFERED', 0, undefined],
   ['AUDIT_PAYLOAD_PREVIEW', 0, 4096],
+  ['AUDIT_DB_WAIT_S', 0, 3_600],
 ];
 
 const PARSERS: ReadonlyArray<[string, (env: Record<string, string>) => object, string[]]> = [

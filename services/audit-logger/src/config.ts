@@ -56,6 +56,9 @@ const checked = (problem: (text: string) => string | undefined) =>
 const integer = (min: number, max: number = Number.MAX_SAFE_INTEGER) =>
   checked((text) => integerProblem(text, min, max)).transform(Number);
 
+/** Default AUDIT_DB_WAIT_S: inside a pod's usual start-up budget, long enough for a database starting beside it. */
+export const DEFAULT_DB_WAIT_S = 30;
+
 const SharedSchema = {
   HOST: optional(z.string().min(1)).transform((v) => v ?? '127.0.0.1'),
   // The same check as the other services' (core's envRedisUrl).
@@ -67,6 +70,8 @@ const SharedSchema = {
   AUDIT_DB_SCHEMA: optional(
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a plain SQL identifier'),
   ),
+  // How long a start waits for PostgreSQL (DATABASE_URL) to take connections.
+  AUDIT_DB_WAIT_S: optional(integer(0, 3_600)).transform((v) => v ?? DEFAULT_DB_WAIT_S),
   AUDIT_QUEUE: optional(z.string().min(1)).transform((v) => v ?? AUDIT_QUEUE),
   AUDIT_PREFIX: optional(z.string().min(1)),
   AUDIT_RETENTION_DAYS: optional(integer(1, 36_500)).transform((v) => v ?? DEFAULT_RETENTION_DAYS),

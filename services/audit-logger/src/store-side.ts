@@ -24,7 +24,7 @@ import { createPiiScrubber } from './scrubber.ts';
 /** The settings both processes read (the audit-logger's config has them all too). */
 export type StoreConfig = Pick<
   AuditWorkerConfig,
-  'DATABASE_URL' | 'AUDIT_PGLITE_DIR' | 'AUDIT_DB_SCHEMA'
+  'DATABASE_URL' | 'AUDIT_PGLITE_DIR' | 'AUDIT_DB_SCHEMA' | 'AUDIT_DB_WAIT_S'
 >;
 export type DrainConfig = Pick<
   AuditWorkerConfig,
@@ -53,6 +53,26 @@ export class ConfiguredDirectoryError extends Error {
 }
 
 /**
+ * PostgreSQL (DATABASE_URL) did not take connections within AUDIT_DB_WAIT_S, or refused this
+ * one for a reason waiting does not change (authentication, no such database); `cause` is
+ * the last error.
+ */
+export class StoreUnreachableError extends Error {
+  override readonly name = 'StoreUnreachableError';
+  readonly code = 'STORE_UNREACHABLE';
+
+  constructor(
+    /** `host:port/database` of DATABASE_URL (never its user or password). */
+    readonly target: string,
+    /** Seconds it waited; 0 when the answer was final. */
+    readonly waitedS: number,
+    cause: unknown,
+  ) {
+    super(`PostgreSQL at ${target} did not take the connection`, { cause });
+  }
+}
+
+/**
  * The one line to print for a start-up failure the operator can fix (the PGlite directory or
  * the audit journal held by another live process, or a directory of theirs that cannot be
  * created), or `undefined` for any other error.
@@ -63,6 +83,12 @@ export function describeStartupError(error: unknown): string | undefined {
     return error.variable === 'AUDIT_PGLITE_DIR'
       ? `AUDIT_PGLITE_DIR: cannot create ${error.dir} (${why}): set AUDIT_PGLITE_DIR to a directory this process can create, or share a PostgreSQL store through DATABASE_URL.`
       : `AUDIT_JOURNAL: cannot create ${error.dir}, the audit journal's directory (${why}): set AUDIT_JOURNAL to a file in a directory this process can create.`;
+  }
+  if (error instanceof StoreUnreachableError) {
+    const why = errorCodeOf(error.cause);
+    if (error.waitedS === 0)
+      return `DATABASE_URL: PostgreSQL at ${error.target} refused the connection: ${(error.cause as Error).message}${why ? ` (SQLSTATE ${why})` : ''}; fix DATABASE_URL or the database.`;
+    return `DATABASE_URL: cannot reach PostgreSQL at ${error.target}${why ? ` (${why})` : ''} after waiting ${error.waitedS} s (AUDIT_DB_WAIT_S): start it, or point DATABASE_URL at one that answers.`;
   }
   if (error instanceof AuditStoreError && error.code === 'STORE_IN_USE') {
     const held = error.cause instanceof AuditJournalInUseError ? error.cause : undefined;
@@ -120,16 +146,79 @@ function makeConfigured(variable: ConfiguredDirectoryError['variable'], dir: str
   }
 }
 
-/** Open the audit store (PostgreSQL when DATABASE_URL is set, else PGlite) and log which. */
+/** The `code` of an error, or of the first of an AggregateError's (a host with two addresses). */
+function errorCodeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
+  const first = (error as { errors?: unknown[] } | undefined)?.errors?.[0];
+  return first === undefined ? undefined : errorCodeOf(first);
+}
+
+/**
+ * Connection failures a database that is starting, restarting or not yet in DNS gives: worth
+ * waiting for. SQLSTATE 57P03: the database system is starting up.
+ */
+const TRANSIENT = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P03',
+]);
+
+/** `host:port/database` of a PostgreSQL URL, without user or password. */
+function targetOf(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    return `${url.hostname}:${url.port || '5432'}${url.pathname || '/'}`;
+  } catch {
+    return 'DATABASE_URL';
+  }
+}
+
+/**
+ * Open the audit store (PostgreSQL when DATABASE_URL is set, else PGlite) and log which. A
+ * PostgreSQL that does not take connections yet (refused, unreachable, starting up) is waited
+ * for up to AUDIT_DB_WAIT_S, a warning per try; then, or at once for an answer waiting does not
+ * change (a failed login, no such database), a {@link StoreUnreachableError}.
+ */
 export async function openStore(config: StoreConfig, log: Logger): Promise<AuditStore> {
-  const store = await openAuditStore({
-    databaseUrl: config.DATABASE_URL,
-    pgliteDir: config.AUDIT_PGLITE_DIR,
-    schema: config.AUDIT_DB_SCHEMA,
-    logger: auditLoggerOf(log),
-  });
-  log.info({ engine: store.engine }, 'audit store open');
-  return store;
+  const waitMs = config.AUDIT_DB_WAIT_S * 1000;
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const store = await openAuditStore({
+        databaseUrl: config.DATABASE_URL,
+        pgliteDir: config.AUDIT_PGLITE_DIR,
+        schema: config.AUDIT_DB_SCHEMA,
+        logger: auditLoggerOf(log),
+      });
+      log.info({ engine: store.engine }, 'audit store open');
+      return store;
+    } catch (error) {
+      if (!config.DATABASE_URL) throw error;
+      const target = targetOf(config.DATABASE_URL);
+      const code = errorCodeOf(error);
+      if (code === undefined || !TRANSIENT.has(code)) {
+        // A SQLSTATE (login, database, permissions): the server answered; waiting changes nothing.
+        if (code !== undefined && /^[0-9A-Z]{5}$/.test(code))
+          throw new StoreUnreachableError(target, 0, error);
+        throw error;
+      }
+      const waited = Date.now() - started;
+      if (waited >= waitMs)
+        throw new StoreUnreachableError(target, Math.round(waitMs / 1000), error);
+      const delayMs = Math.min(2_000, 250 * 2 ** (attempt - 1), waitMs - waited);
+      log.warn(
+        { target, code, attempt, retryInMs: delayMs },
+        'PostgreSQL (DATABASE_URL) does not take connections yet; waiting for it',
+      );
+      await new Promise((retry) => setTimeout(retry, delayMs));
+    }
+  }
 }
 
 /** The running worker and retention schedule. */

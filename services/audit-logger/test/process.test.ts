@@ -18,6 +18,7 @@ import {
   sourceCommand,
   startServiceProcess,
 } from '@fleet/test-fixtures';
+import { startPostgresServer } from '@fleet/test-fixtures/postgres-server';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import {
   type StartRefusal,
@@ -403,6 +404,47 @@ describe('audit-worker process', () => {
     },
     90_000,
   );
+
+  it.each([
+    [
+      'a PostgreSQL that never answers, after AUDIT_DB_WAIT_S',
+      'postgres://postgres:s3cret@127.0.0.1:1/audit',
+      'DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:1/audit (ECONNREFUSED) after waiting 1 s (AUDIT_DB_WAIT_S): start it, or point DATABASE_URL at one that answers.',
+    ],
+    [
+      'a database that does not exist, at once',
+      'postgres://postgres@127.0.0.1:5432/no_such_audit_db',
+      'DATABASE_URL: PostgreSQL at 127.0.0.1:5432/no_such_audit_db refused the connection: database "no_such_audit_db" does not exist (SQLSTATE 3D000); fix DATABASE_URL or the database.',
+    ],
+  ])(
+    'exits 1 on %s with one line (no password, no stack)',
+    async (_what, url, line) => {
+      const refusal = await failedStart(
+        await tempDir(),
+        { ...quietEnv, PORT: '0', DATABASE_URL: url, AUDIT_DB_WAIT_S: '1' },
+        WORKER,
+      );
+      expect(refusal.lines).toEqual([line]);
+      expect(refusal.stderr).not.toContain('s3cret');
+    },
+    60_000,
+  );
+
+  it('waits at start-up for a PostgreSQL that comes up after it, then serves', async () => {
+    const database = await startPostgresServer();
+    await database.stop();
+    const starting = startMain(
+      await tempDir(),
+      { ...quietEnv, PORT: '0', DATABASE_URL: database.url, AUDIT_DB_WAIT_S: '60' },
+      WORKER,
+    );
+    await new Promise((r) => setTimeout(r, 1_500));
+    await database.start();
+    const service = await starting;
+    // Ready once its worker has Redis too, as any start.
+    await waitFor(async () => (await fetch(`${service.url}/readyz`)).status === 200, 'readiness');
+    expect(service.stderr()).toContain('does not take connections yet; waiting for it');
+  }, 90_000);
 
   it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
     const { store, schema, drop } = await openSchemaStore();
