@@ -9,7 +9,7 @@ export const CLI_ERROR_CODES = {
   USAGE: 2,
   /** `fleet new interceptor` was given a name it cannot use. */
   INVALID_NAME: 2,
-  /** The directory to scaffold into exists already. */
+  /** The directory to scaffold into, or the file `audit export --out` writes, exists already. */
   TARGET_EXISTS: 1,
   /** The services directory is not inside a fleet workspace. */
   NOT_A_WORKSPACE: 1,

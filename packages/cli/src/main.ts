@@ -25,6 +25,7 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
 process.exitCode = await runProgram(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  stderrIsTTY: process.stderr.isTTY === true,
   env: process.env,
   cwd: process.cwd(),
   fetch: globalThis.fetch,

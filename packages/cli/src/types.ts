@@ -9,6 +9,8 @@ export interface CliIO {
   stdout(text: string): void;
   /** Write to standard error (the text as given; no newline is added). */
   stderr(text: string): void;
+  /** Whether standard error is a terminal (progress lines such as `audit export`'s go there then). */
+  stderrIsTTY?: boolean;
   /** The environment: `FLEET_ORCHESTRATOR_URL`, `FLEET_ADMIN_TOKEN`. */
   env: Readonly<Record<string, string | undefined>>;
   /** Working directory; relative paths such as `--dir` resolve against it. */

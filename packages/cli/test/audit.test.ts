@@ -1,11 +1,11 @@
 /**
- * `fleet audit query`, `fleet audit trace` and `fleet audit stats` against a real audit-logger
+ * `fleet audit query`, `fleet audit export`, `fleet audit trace` and `fleet audit stats` against a real audit-logger
  * process (its query API on a PGlite store in a temp dir, its worker on its own audit queue on
  * the real Redis). The stats tests put records of a window two days back into that queue; the
  * other tests look at the last hour or at trace ids of their own, so they find none.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -62,7 +62,7 @@ const audit = (argv: readonly string[]) =>
  */
 async function storeRecords(
   records: readonly AuditRecordInput[],
-  at: (minutes: number) => string,
+  at: (step: number) => string,
   window: readonly string[],
 ): Promise<void> {
   const producer = createAuditProducer({
@@ -120,6 +120,9 @@ describe('fleet audit query', () => {
     ['stats', '--since', 'yesterday', '--since must be a duration back from now'],
     ['stats', '--since', '2025-02-30', '--since must be a duration back from now'],
     ['stats', '--until', '5 minutes', '--until must be a duration back from now'],
+    ['export', '--since', 'soon', '--since must be a duration back from now'],
+    ['export', '--kind', 'registry', 'Allowed choices are chain, invocation, admin'],
+    ['export', '--out', '', '--out "": expected a file'],
   ])(
     'audit %s refuses %s %s before asking the API (exit 2)',
     async (command, flag, value, message) => {
@@ -156,7 +159,7 @@ describe('fleet audit query', () => {
     });
   });
 
-  it.each(['query', 'stats'])(
+  it.each(['query', 'stats', 'export'])(
     'audit %s says when the audit API cannot be reached (exit 1), how to start the fleet as launched',
     async (command) => {
       const url = `http://127.0.0.1:${await freePort()}`;
@@ -449,5 +452,165 @@ describe('admin records', () => {
     const run = await audit(['query', '--kind', 'registry']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--kind');
+  });
+});
+
+describe('fleet audit export', () => {
+  // A window four days back, apart from the other tests' windows; one record a second.
+  const from = new Date(Math.floor((Date.now() - 4 * 86_400_000) / 60_000) * 60_000);
+  const at = (seconds: number) => new Date(from.getTime() + seconds * 1000).toISOString();
+  const TOTAL = 1_200;
+  const window = ['--since', at(0), '--until', at(TOTAL + 60)];
+  const records: AuditRecordInput[] = Array.from({ length: TOTAL }, (_, i) => ({
+    kind: 'chain',
+    event: 'tools/call',
+    phase: 'request',
+    method: 'tools/call',
+    target: i % 3 === 0 ? 'send_email' : 'get_weather',
+    decision: i % 2 === 0 ? 'allowed' : 'denied',
+    status: i % 2 === 0 ? 'success' : 'validation_failed',
+    durationMs: i,
+  }));
+  let out: string;
+
+  beforeAll(() => storeRecords(records, at, window), 60_000);
+  beforeAll(async () => {
+    out = await mkdtemp(join(tmpdir(), 'fleet-cli-export-'));
+  });
+  afterAll(() => rm(out, { recursive: true, force: true }));
+
+  const lines = (ndjson: string) =>
+    ndjson
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { id: string; timestamp: string; durationMs: number });
+
+  it('writes every record of more than one page to stdout, once each, as the API returns them', async () => {
+    const run = await audit(['export', ...window]);
+    expect(run.code).toBe(0);
+    // Not a terminal and no --out: no progress, and stdout carries records only.
+    expect(run.stderr).toBe('');
+    expect(run.stdout.endsWith('\n')).toBe(true);
+    const exported = lines(run.stdout);
+    expect(exported).toHaveLength(TOTAL);
+    expect(new Set(exported.map((r) => r.id)).size).toBe(TOTAL);
+    expect(exported.map((r) => r.durationMs).sort((a, b) => a - b)).toEqual(
+      records.map((r) => r.durationMs),
+    );
+    // Newest first, and each line is the record exactly as the audit API answers it.
+    const query = new URLSearchParams({ since: at(0), until: at(TOTAL + 60), limit: '500' });
+    const api = (await (
+      await fetch(`${auditLogger.url}/api/audit/records?${query.toString()}`)
+    ).json()) as { records: unknown[] };
+    expect(run.stdout.split('\n').slice(0, 500)).toEqual(api.records.map((r) => JSON.stringify(r)));
+  });
+
+  it('applies the filters of audit query', async () => {
+    const run = await audit(['export', ...window, '--decision', 'denied', '--tool', 'get_weather']);
+    expect(run.code).toBe(0);
+    const exported = lines(run.stdout) as unknown as Array<{
+      id: string;
+      decision: string;
+      target: string;
+    }>;
+    const expected = records.filter((r) => r.decision === 'denied' && r.target === 'get_weather');
+    expect(exported).toHaveLength(expected.length);
+    expect(new Set(exported.map((r) => r.id)).size).toBe(expected.length);
+    for (const r of exported)
+      expect(r).toMatchObject({ decision: 'denied', target: 'get_weather' });
+  });
+
+  it('writes --out, with progress on stderr, and refuses an existing file without --force', async () => {
+    const file = join(out, 'audit.ndjson');
+    const run = await audit(['export', ...window, '--out', file]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `exported 500 records…\nexported 1,000 records…\nexported 1,200 records (since ${at(0).replace('T', ' ').replace('.000Z', 'Z')} until ${at(
+        TOTAL + 60,
+      )
+        .replace('T', ' ')
+        .replace('.000Z', 'Z')}) to ${file}\n`,
+    );
+    const written = await readFile(file, 'utf8');
+    expect(lines(written)).toHaveLength(TOTAL);
+    expect(await readdir(out)).toEqual(['audit.ndjson']);
+
+    const again = await audit(['export', ...window, '--out', file]);
+    expect(again).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: ${file} exists already: pass --force to replace it, or pick another --out\n`,
+    });
+    const forced = await audit([
+      'export',
+      ...window,
+      '--decision',
+      'allowed',
+      '--out',
+      file,
+      '--force',
+    ]);
+    expect(forced.code).toBe(0);
+    expect(lines(await readFile(file, 'utf8'))).toHaveLength(TOTAL / 2);
+    expect(await readdir(out)).toEqual(['audit.ndjson']);
+  });
+
+  describe('when the audit API dies after the first page', () => {
+    const record = { id: 'r1', timestamp: at(1), kind: 'chain', decision: 'allowed' };
+    /** A server whose first answer is one page with a cursor; then it drops and stops. */
+    async function dyingAuditApi(): Promise<string> {
+      let answered = 0;
+      const server = await jsonServer((request) => {
+        answered++;
+        if (answered > 1) {
+          request.socket.destroy();
+          void server.close();
+        }
+        return { body: { records: [record, { ...record, id: 'r2' }], nextCursor: 'next' } };
+      });
+      defer(server.close);
+      return server.url;
+    }
+
+    it('exits 1 saying the output on stdout is incomplete, and how many records it holds', async () => {
+      const url = await dyingAuditApi();
+      const run = await fleet(['audit', 'export', '--audit', url]);
+      expect(run.code).toBe(1);
+      expect(lines(run.stdout).map((r) => r.id)).toEqual(['r1', 'r2']);
+      expect(run.stderr.split('\n')[0]).toBe(
+        `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit) (the export is incomplete: 2 records written to stdout before the failure)`,
+      );
+      const json = await fleet(['audit', 'export', '--audit', await dyingAuditApi(), '--json']);
+      expect(JSON.parse(json.stderr.split('\n').at(-2) ?? '')).toMatchObject({
+        code: 'AUDIT_UNREACHABLE',
+      });
+    });
+
+    it('leaves nothing at --out', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'fleet-cli-export-'));
+      defer(() => rm(dir, { recursive: true, force: true }));
+      const file = join(dir, 'audit.ndjson');
+      const url = await dyingAuditApi();
+      const run = await fleet(['audit', 'export', '--audit', url, '--out', file]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(
+        `(the export is incomplete: 2 records fetched, nothing written to ${file})\n`,
+      );
+      expect(await readdir(dir)).toEqual([]);
+    });
+  });
+
+  it('fails as audit query does when the API cannot be reached at all, writing nothing', async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const file = join(out, 'never.ndjson');
+    const run = await fleet(['audit', 'export', '--audit', url, '--out', file]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n')[0]).toBe(
+      `error: cannot reach the audit API at ${url}: is the fleet running? (fleet up, or pass --audit)`,
+    );
+    await expect(readFile(file)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });

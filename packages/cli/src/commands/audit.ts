@@ -1,9 +1,10 @@
 /**
- * `fleet audit query`, `fleet audit trace <traceId>` and `fleet audit stats`: the audit trail
+ * `fleet audit query`, `fleet audit export`, `fleet audit trace <traceId>` and `fleet audit stats`: the audit trail
  * from the audit-logger's API (`--audit`, else `FLEET_AUDIT_URL`, else the URL a running
  * `fleet up` wrote to `<state dir>/fleet.json`, else http://127.0.0.1:8083), with
  * `AUDIT_READ_TOKEN` when set.
  */
+import { resolve } from 'node:path';
 import { parseTimeBound } from '@fleet/audit/time';
 import { type Command, Option } from 'commander';
 import type { AuditRecordView } from '../audit-client.ts';
@@ -11,6 +12,7 @@ import { type CommandContext, DEFAULT_AUDIT_URL, stateDirOption } from '../conte
 import { CliError } from '../errors.ts';
 import { nonEmpty } from '../option-values.ts';
 import { formatTable } from '../table.ts';
+import { EXPORT_DEFAULT_SINCE, EXPORT_PAGE_SIZE, exportAuditRecords } from './audit-export.ts';
 import { formatStats, formatTime } from './audit-stats.ts';
 
 /** The help of `--audit`: where the audit API is found (see `CommandContext.auditUrl`). */
@@ -86,12 +88,13 @@ function bar(ms: number, scale: number): string {
   return '█'.repeat(Math.max(1, Math.round(ms * scale)));
 }
 
-/** Add `audit query`, `audit trace` and `audit stats` to `program`. */
-export function addAuditCommand(program: Command, context: CommandContext): Command {
-  const audit = program.command('audit').description('query the audit trail');
-  audit
-    .command('query')
-    .description('search audit records, newest first')
+/**
+ * Add the record filters of `audit query` and `audit export` to `command`: `--trace`, `--tool`,
+ * `--event`, `--kind`, `--principal`, `--decision`, `--interceptor`, `--since` (default
+ * `defaultSince`) and `--until`, read by {@link recordQuery}.
+ */
+export function addRecordFilterOptions(command: Command, defaultSince: string): Command {
+  return command
     .option(
       '--trace <traceId>',
       'records of one trace',
@@ -130,8 +133,17 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
       'records an interceptor took part in',
       nonEmpty('--interceptor', 'an interceptor name', 'every interceptor'),
     )
-    .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', '1h')
-    .option('--until <when>', 'e.g. 10m or an ISO time (default: now)')
+    .option('--since <when>', 'e.g. 1h, 30m, 7d or an ISO time', defaultSince)
+    .option('--until <when>', 'e.g. 10m or an ISO time (default: now)');
+}
+
+/** Add `audit query`, `audit export`, `audit trace` and `audit stats` to `program`. */
+export function addAuditCommand(program: Command, context: CommandContext): Command {
+  const audit = program.command('audit').description('query the audit trail');
+  addRecordFilterOptions(
+    audit.command('query').description('search audit records, newest first'),
+    '1h',
+  )
     .option('--limit <n>', 'at most this many records (1..500)', '50')
     .option('--audit <url>', AUDIT_URL_HELP)
     .addOption(stateDirOption())
@@ -153,6 +165,34 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
         ]);
         const more = answer.nextCursor ? `(more: add --limit or narrow --since)\n` : '';
         return `${formatTable(['TIME', 'KIND', 'DECISION', 'PHASE', 'CALL', 'PRINCIPAL', 'INTERCEPTORS', 'TRACE'], rows)}${more}`;
+      });
+    });
+  addRecordFilterOptions(
+    audit
+      .command('export')
+      .description(
+        `every matching record (not one page: all of them, ${EXPORT_PAGE_SIZE} a request) as NDJSON, one record a line as the audit API returns it, newest first, to stdout or --out; progress on stderr when it is a terminal or with --out`,
+      ),
+    EXPORT_DEFAULT_SINCE,
+  )
+    .option(
+      '--out <file>',
+      'write to this file instead of stdout: a temporary file beside it, moved into place once the export is complete (nothing is left there when it fails)',
+      nonEmpty('--out', 'a file', 'stdout'),
+    )
+    .option('--force', 'replace an existing --out file')
+    .option('--audit <url>', AUDIT_URL_HELP)
+    .addOption(stateDirOption())
+    .action(async (options: QueryOptions & { out?: string; force?: boolean }, command: Command) => {
+      const { io } = context;
+      await exportAuditRecords({
+        client: context.audit(command),
+        io,
+        query: recordQuery(options),
+        since: options.since,
+        until: options.until,
+        out: options.out === undefined ? undefined : resolve(io.cwd, options.out),
+        force: options.force === true,
       });
     });
   audit

@@ -1,0 +1,206 @@
+/**
+ * `fleet audit export`: every audit record the filters of `audit query` select, page after
+ * page along the audit API's `nextCursor`, as NDJSON (one record a line, as the API returns
+ * it) on stdout, or into `--out`: a temporary file beside it, moved into place only once the
+ * export is complete, so a failed export never leaves a file that looks whole.
+ */
+import { randomUUID } from 'node:crypto';
+import { type FileHandle, link, open, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { isTimeBoundInRange, parseTimeBound } from '@fleet/audit/time';
+import type { AuditClient } from '../audit-client.ts';
+import { CliError } from '../errors.ts';
+import type { CliIO } from '../types.ts';
+import { formatTime } from './audit-stats.ts';
+
+/** Records asked for per request: the audit API's maximum `limit`. */
+export const EXPORT_PAGE_SIZE = 500;
+
+/** `--since` of `audit export` when none is given. */
+export const EXPORT_DEFAULT_SINCE = '24h';
+
+/** Options for {@link exportAuditRecords}. */
+export interface AuditExportOptions {
+  client: AuditClient;
+  io: CliIO;
+  /** The filters, as {@link recordQuery} made them from the command line (checked already). */
+  query: URLSearchParams;
+  /** `--since` as given. Default {@link EXPORT_DEFAULT_SINCE}. */
+  since?: string | undefined;
+  /** `--until` as given. Default: the moment the export starts. */
+  until?: string | undefined;
+  /** The file to write (absolute), else stdout. */
+  out?: string | undefined;
+  /** Replace an existing `out`. Default false. */
+  force?: boolean | undefined;
+  /** The moment `since`/`until` durations count back from. Default: now. */
+  now?: Date;
+}
+
+/** Where the lines go: stdout, or a temporary file that becomes `out` on {@link commit}. */
+interface ExportSink {
+  /** `stdout`, or the file's path, as messages name it. */
+  readonly where: string;
+  write(text: string): Promise<void>;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/**
+ * A time bound fixed once for every page: a duration (`24h`) would otherwise count back from
+ * each request's own "now" and shift the window while the export runs. A bound out of the
+ * store's range is passed on as given, for the audit API to refuse.
+ */
+function fixedBound(text: string, now: Date): string {
+  const date = parseTimeBound(text, now);
+  return date && isTimeBoundInRange(date) ? date.toISOString() : text;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    (error: unknown) => {
+      if ((error as { code?: unknown }).code === 'ENOENT') return false;
+      throw error;
+    },
+  );
+}
+
+function outExists(out: string): CliError {
+  return new CliError(
+    'TARGET_EXISTS',
+    `${out} exists already: pass --force to replace it, or pick another --out`,
+  );
+}
+
+function stdoutSink(io: CliIO): ExportSink {
+  return {
+    where: 'stdout',
+    write: async (text) => io.stdout(text),
+    commit: async () => undefined,
+    discard: async () => undefined,
+  };
+}
+
+/** A temporary file beside `out` (same file system, so the move is atomic). */
+async function fileSink(out: string, force: boolean): Promise<ExportSink> {
+  const temporary = join(dirname(out), `.${basename(out)}.${randomUUID().slice(0, 8)}.partial`);
+  const handle: FileHandle = await open(temporary, 'wx', 0o600);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await handle.close();
+  };
+  return {
+    where: out,
+    write: async (text) => {
+      await handle.writeFile(text);
+    },
+    async commit() {
+      await handle.sync();
+      await close();
+      if (force) {
+        await rename(temporary, out);
+        return;
+      }
+      // link() refuses an existing target: a file that appeared during the export survives.
+      try {
+        await link(temporary, out);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        if ((error as { code?: unknown }).code === 'EEXIST') throw outExists(out);
+        throw error;
+      }
+      await rm(temporary, { force: true });
+    },
+    async discard() {
+      await close().catch(() => undefined);
+      await rm(temporary, { force: true });
+    },
+  };
+}
+
+/**
+ * The error of an export that stopped after `written` records: the failure's code (so its
+ * exit code) and facts, its message saying that the output is incomplete.
+ */
+function incomplete(error: CliError, written: number, sink: ExportSink): CliError {
+  const count = `${written.toLocaleString('en-US')} record${written === 1 ? '' : 's'}`;
+  const what =
+    sink.where === 'stdout'
+      ? `${count} written to stdout before the failure`
+      : `${count} fetched, nothing written to ${sink.where}`;
+  return new CliError(error.code, `${error.message} (the export is incomplete: ${what})`, {
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.details === undefined ? {} : { details: error.details }),
+    cause: error,
+  });
+}
+
+/**
+ * Write every record that `query` selects between `since` and `until` (both fixed at the
+ * start), newest first, one JSON line each. Progress goes to stderr when it is a terminal or
+ * the records go to a file. Resolves with the number written.
+ *
+ * @throws {CliError} `TARGET_EXISTS` for an existing `out` without `force` (before any
+ * request); the audit client's errors, after the first page with a message saying how many
+ * records were written and that the output is incomplete (`out` is then left untouched).
+ */
+export async function exportAuditRecords(options: AuditExportOptions): Promise<number> {
+  const {
+    client,
+    io,
+    since = EXPORT_DEFAULT_SINCE,
+    until,
+    out,
+    force = false,
+    now = new Date(),
+  } = options;
+  if (out !== undefined && !force && (await exists(out))) throw outExists(out);
+  const query = new URLSearchParams(options.query);
+  query.set('since', fixedBound(since, now));
+  query.set('until', until === undefined ? now.toISOString() : fixedBound(until, now));
+  query.set('limit', String(EXPORT_PAGE_SIZE));
+  const window = `since ${formatTime(query.get('since') ?? since)} until ${formatTime(query.get('until') ?? '')}`;
+  const progress = out !== undefined || io.stderrIsTTY === true;
+
+  const sink = out === undefined ? stdoutSink(io) : await fileSink(out, force);
+  let written = 0;
+  let pages = 0;
+  try {
+    let cursor: string | undefined;
+    do {
+      if (cursor !== undefined) query.set('cursor', cursor);
+      const page = await client.records(query);
+      pages++;
+      if (page.records.length > 0)
+        await sink.write(page.records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+      written += page.records.length;
+      if (progress && page.nextCursor)
+        io.stderr(`exported ${written.toLocaleString('en-US')} records…\n`);
+      // A cursor that does not move would page forever.
+      if (page.nextCursor !== undefined && page.nextCursor === cursor)
+        throw new CliError(
+          'AUDIT_API_ERROR',
+          `the audit API answered the same nextCursor twice: is ${client.baseUrl} the audit-logger?`,
+        );
+      cursor = page.nextCursor || undefined;
+    } while (cursor !== undefined);
+  } catch (error) {
+    await sink.discard();
+    if (error instanceof CliError && pages > 0) throw incomplete(error, written, sink);
+    throw error;
+  }
+  try {
+    await sink.commit();
+  } catch (error) {
+    await sink.discard();
+    throw error;
+  }
+  if (progress)
+    io.stderr(
+      `exported ${written.toLocaleString('en-US')} record${written === 1 ? '' : 's'} (${window}) to ${sink.where}\n`,
+    );
+  return written;
+}
