@@ -24,6 +24,18 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
 
 process.exitCode = await runProgram(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
+  stdoutDrained: () =>
+    process.stdout.writableNeedDrain
+      ? new Promise<void>((resolve) => {
+          const done = () => {
+            process.stdout.off('drain', done);
+            process.stdout.off('error', done);
+            resolve();
+          };
+          process.stdout.once('drain', done);
+          process.stdout.once('error', done);
+        })
+      : Promise.resolve(),
   stderr: (text) => process.stderr.write(text),
   stderrIsTTY: process.stderr.isTTY === true,
   env: process.env,

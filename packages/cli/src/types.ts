@@ -7,6 +7,12 @@
 export interface CliIO {
   /** Write to standard output (the text as given; no newline is added). */
   stdout(text: string): void;
+  /**
+   * Resolves once standard output has taken what was written (at once when its buffer has
+   * room): a long writer such as `audit export` waits on it so that a slow reader of a pipe
+   * does not make the output pile up in memory. Absent: no waiting.
+   */
+  stdoutDrained?(): Promise<void>;
   /** Write to standard error (the text as given; no newline is added). */
   stderr(text: string): void;
   /** Whether standard error is a terminal (progress lines such as `audit export`'s go there then). */

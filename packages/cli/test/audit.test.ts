@@ -505,6 +505,28 @@ describe('fleet audit export', () => {
     expect(run.stdout.split('\n').slice(0, 500)).toEqual(api.records.map((r) => JSON.stringify(r)));
   });
 
+  it('waits for a slow reader of stdout after each page before it fetches the next', async () => {
+    // Each wait: the lines written when it began, and again when it ends 100 ms later.
+    const waits: Array<[number, number]> = [];
+    const count = (text: string) => text.split('\n').length - 1;
+    const run = await fleet(
+      ['audit', 'export', ...window, '--audit', auditLogger.url, '--state-dir', dir],
+      {
+        stdoutDrained: async (stdout) => {
+          const before = count(stdout());
+          await new Promise((r) => setTimeout(r, 100));
+          waits.push([before, count(stdout())]);
+        },
+      },
+    );
+    expect(run.code).toBe(0);
+    expect(waits).toEqual([
+      [500, 500],
+      [1000, 1000],
+      [1200, 1200],
+    ]);
+  });
+
   it('applies the filters of audit query', async () => {
     const run = await audit(['export', ...window, '--decision', 'denied', '--tool', 'get_weather']);
     expect(run.code).toBe(0);

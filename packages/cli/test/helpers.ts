@@ -36,7 +36,13 @@ export interface FleetRun {
  */
 export async function fleet(
   argv: readonly string[],
-  options: { env?: Record<string, string>; cwd?: string; launcher?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    cwd?: string;
+    launcher?: string;
+    /** The IO's `stdoutDrained`, given a reader of what stdout holds at any moment. */
+    stdoutDrained?: (stdout: () => string) => Promise<void>;
+  } = {},
 ): Promise<FleetRun> {
   let stdout = '';
   let stderr = '';
@@ -51,6 +57,9 @@ export async function fleet(
     cwd: options.cwd ?? REPO_ROOT,
     fetch: globalThis.fetch,
     ...(options.launcher === undefined ? {} : { launcher: options.launcher }),
+    ...(options.stdoutDrained === undefined
+      ? {}
+      : { stdoutDrained: () => options.stdoutDrained?.(() => stdout) ?? Promise.resolve() }),
   };
   const code = await runProgram(argv, io);
   return { code, stdout, stderr };

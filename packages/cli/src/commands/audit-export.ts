@@ -76,7 +76,11 @@ function outExists(out: string): CliError {
 function stdoutSink(io: CliIO): ExportSink {
   return {
     where: 'stdout',
-    write: async (text) => io.stdout(text),
+    write: async (text) => {
+      io.stdout(text);
+      // A slow reader of the pipe: wait for it rather than hold the next pages in memory.
+      await io.stdoutDrained?.();
+    },
     commit: async () => undefined,
     discard: async () => undefined,
   };
