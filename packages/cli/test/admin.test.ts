@@ -458,7 +458,7 @@ describe('a command given without its subcommand', () => {
       [],
       'pnpm fleet needs a command: up, demo, stdio, register, unregister, services, chain, new, audit, pins',
     ],
-    [['audit'], 'pnpm fleet audit needs a command: query, trace, stats'],
+    [['audit'], 'pnpm fleet audit needs a command: query, export, trace, stats'],
     [['new'], 'pnpm fleet new needs a command: interceptor'],
   ])('fleet %j shows the help and says what is missing (exit 2)', async (argv, message) => {
     const run = await fleet(argv, { launcher: 'pnpm fleet' });
