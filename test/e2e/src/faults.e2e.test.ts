@@ -5,12 +5,17 @@
 import { randomBytes } from 'node:crypto';
 import { startPostgresServer } from '@fleet/test-fixtures/postgres-server';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALICE_TOKEN, type E2eFleet, startE2eFleet, resultText as text } from './fleet.ts';
+import {
+  ALICE_TOKEN,
+  connectClient,
+  type E2eFleet,
+  startE2eFleet,
+  resultText as text,
+} from './fleet.ts';
 
 let e2e: E2eFleet | undefined;
 const clients: Client[] = [];
@@ -22,12 +27,7 @@ afterEach(async () => {
 }, 60_000);
 
 async function connect(fleet: E2eFleet): Promise<Client> {
-  const client = new Client({ name: 'faults', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(fleet.fleet.mcpUrl), {
-      requestInit: { headers: { authorization: `Bearer ${ALICE_TOKEN}` } },
-    }),
-  );
+  const client = await connectClient(fleet.fleet.mcpUrl, ALICE_TOKEN, 'faults');
   clients.push(client);
   return client;
 }

@@ -11,12 +11,17 @@ import type { OtlpReceiver } from '@fleet/telemetry/testing';
 import { sourceCommand } from '@fleet/test-fixtures';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type E2eFleet, runFleet, startE2eFleet, resultText as text } from './fleet.ts';
+import {
+  connectClient,
+  type E2eFleet,
+  runFleet,
+  startE2eFleet,
+  resultText as text,
+} from './fleet.ts';
 
 let e2e: E2eFleet;
 let fleet: LocalFleet;
@@ -37,12 +42,7 @@ afterAll(async () => {
 }, 60_000);
 
 async function connect(token: string): Promise<Client> {
-  const client = new Client({ name: 'e2e', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(fleet.mcpUrl), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
-  );
+  const client = await connectClient(fleet.mcpUrl, token);
   clients.push(client);
   return client;
 }

@@ -19,6 +19,8 @@ import {
   startEverything,
   stdioBackendCommand,
 } from '@fleet/test-fixtures';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -210,6 +212,17 @@ export async function runFleet(argv: readonly string[]): Promise<FleetRun> {
   };
   const code = await runProgram(argv, io);
   return { code, stdout, stderr };
+}
+
+/** An official SDK client connected to `mcpUrl` (Streamable HTTP) with `token` as its bearer. */
+export async function connectClient(mcpUrl: string, token: string, name = 'e2e'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(mcpUrl), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
 }
 
 /** The text of a tool result's content blocks, joined by spaces. */

@@ -6,11 +6,16 @@
  * time are bounded (8 sessions, 488 calls); speed is measured by `pnpm bench`, not here.
  */
 import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALICE_TOKEN, type E2eFleet, startE2eFleet, resultText as text } from './fleet.ts';
+import {
+  ALICE_TOKEN,
+  connectClient,
+  type E2eFleet,
+  startE2eFleet,
+  resultText as text,
+} from './fleet.ts';
 
 const SESSIONS = 8;
 const ROUNDS = 20;
@@ -31,12 +36,7 @@ afterAll(async () => {
 }, 60_000);
 
 async function connect(): Promise<Client> {
-  const client = new Client({ name: 'load', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(e2e.fleet.mcpUrl), {
-      requestInit: { headers: { authorization: `Bearer ${ALICE_TOKEN}` } },
-    }),
-  );
+  const client = await connectClient(e2e.fleet.mcpUrl, ALICE_TOKEN, 'load');
   clients.push(client);
   return client;
 }

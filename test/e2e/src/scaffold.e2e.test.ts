@@ -11,11 +11,17 @@ import { mkdir, readdir, rm, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { REPO_ROOT, scaffoldInterceptor } from '@fleet/cli';
 import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALICE_TOKEN, type E2eFleet, resultText, runFleet, startE2eFleet } from './fleet.ts';
+import {
+  ALICE_TOKEN,
+  connectClient,
+  type E2eFleet,
+  resultText,
+  runFleet,
+  startE2eFleet,
+} from './fleet.ts';
 
 const PREFIX = 'zz-e2e-';
 const RUN = randomBytes(4).toString('hex');
@@ -109,14 +115,7 @@ const validatorsOf = (view: ChainView) =>
     .flatMap((stage) => stage.interceptors.map((i) => i.name));
 
 async function call(args: Record<string, unknown>): Promise<unknown> {
-  if (!client) {
-    client = new Client({ name: 'e2e-scaffold', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(e2e.fleet.mcpUrl), {
-        requestInit: { headers: { authorization: `Bearer ${ALICE_TOKEN}` } },
-      }),
-    );
-  }
+  client ??= await connectClient(e2e.fleet.mcpUrl, ALICE_TOKEN, 'e2e-scaffold');
   return client.callTool({ name: 'get_weather', arguments: args }).catch((e: unknown) => e);
 }
 
