@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../test/helpers.ts';
-import { makeDirectory } from './directory.ts';
+import { journalDirectoryProblem, makeDirectory } from './directory.ts';
 
 // Levels "another process" creates just before this one's mkdir of them (which then says EEXIST).
 const raced = vi.hoisted(() => new Set<string>());
@@ -120,4 +120,17 @@ describe('makeDirectory', () => {
     });
     expect(ms).toBeLessThan(8_000);
   }, 15_000);
+});
+
+describe('journalDirectoryProblem', () => {
+  it('names AUDIT_JOURNAL, the directory, the mkdir error and what to do', () => {
+    expect(
+      journalDirectoryProblem(
+        '/proc/nope',
+        new Error("ENOENT: no such file or directory, mkdir '/proc/nope'"),
+      ),
+    ).toBe(
+      "AUDIT_JOURNAL: cannot create /proc/nope, the audit journal's directory (ENOENT: no such file or directory, mkdir '/proc/nope'): set AUDIT_JOURNAL to a file in a directory this process can create",
+    );
+  });
 });

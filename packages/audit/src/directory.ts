@@ -59,3 +59,12 @@ function isDirectory(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * The one line a service ends its start with when the directory of its audit journal
+ * (`AUDIT_JOURNAL`) cannot be created: `dir` and why (`error`, the failed mkdir).
+ */
+export function journalDirectoryProblem(dir: string, error: unknown): string {
+  const why = error instanceof Error ? error.message : String(error);
+  return `AUDIT_JOURNAL: cannot create ${dir}, the audit journal's directory (${why}): set AUDIT_JOURNAL to a file in a directory this process can create`;
+}

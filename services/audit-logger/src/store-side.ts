@@ -16,7 +16,7 @@ import {
   openAuditStore,
   startAuditRetention,
 } from '@fleet/audit';
-import { makeDirectory } from '@fleet/audit/directory';
+import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
 import type { AuditWorkerConfig } from './config.ts';
 import { auditLoggerOf, type Logger } from './logger.ts';
 import { createPiiScrubber } from './scrubber.ts';
@@ -82,7 +82,7 @@ export function describeStartupError(error: unknown): string | undefined {
     const why = error.cause instanceof Error ? error.cause.message : String(error.cause);
     return error.variable === 'AUDIT_PGLITE_DIR'
       ? `AUDIT_PGLITE_DIR: cannot create ${error.dir} (${why}): set AUDIT_PGLITE_DIR to a directory this process can create, or share a PostgreSQL store through DATABASE_URL.`
-      : `AUDIT_JOURNAL: cannot create ${error.dir}, the audit journal's directory (${why}): set AUDIT_JOURNAL to a file in a directory this process can create.`;
+      : `${journalDirectoryProblem(error.dir, error.cause)}.`;
   }
   if (error instanceof StoreUnreachableError) {
     const why = errorCodeOf(error.cause);

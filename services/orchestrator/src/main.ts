@@ -19,7 +19,7 @@ import {
   DEFAULT_MAX_BUFFERED,
   registerAuditMetrics,
 } from '@fleet/audit';
-import { makeDirectory } from '@fleet/audit/directory';
+import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
 import { envInteger, envLogLevel, envRedisUrl, type LogLevel } from '@fleet/core';
 import { listen, onShutdown, stopOnListenError } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
@@ -81,9 +81,7 @@ if (config.audit.enabled) {
   try {
     makeDirectory(dir);
   } catch (error) {
-    fail(
-      `AUDIT_JOURNAL: cannot create ${dir}, the audit journal's directory (${(error as Error).message}): set AUDIT_JOURNAL to a file in a directory this process can create`,
-    );
+    fail(journalDirectoryProblem(dir, error));
   }
 }
 

@@ -20,7 +20,7 @@ import {
   DEFAULT_MAX_BUFFERED,
   registerAuditMetrics,
 } from '@fleet/audit';
-import { makeDirectory } from '@fleet/audit/directory';
+import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
 import {
   DEFAULT_REDIS_URL,
   envInteger,
@@ -87,9 +87,7 @@ const journalDir = dirname(resolve(env.AUDIT_JOURNAL || DEFAULT_AUDIT_JOURNAL));
 try {
   makeDirectory(journalDir);
 } catch (error) {
-  process.stderr.write(
-    `AUDIT_JOURNAL: cannot create ${journalDir}, the audit journal's directory (${(error as Error).message}): set AUDIT_JOURNAL to a file in a directory this process can create\n`,
-  );
+  process.stderr.write(`${journalDirectoryProblem(journalDir, error)}\n`);
   process.exit(1);
 }
 const telemetry = startTelemetry(
