@@ -3,7 +3,10 @@
  * (HTTP status, the API's `details`) kept apart from the message.
  */
 
-/** Exit code of each error code: 2 for usage errors, 130 for an interrupted start, 1 for everything else. */
+/**
+ * Exit code of each error code: 2 for usage errors, 130 and 143 for a command a signal stopped
+ * (SIGINT, SIGTERM), 1 for everything else.
+ */
 export const CLI_ERROR_CODES = {
   /** A malformed argument or option. */
   USAGE: 2,
@@ -45,8 +48,13 @@ export const CLI_ERROR_CODES = {
   FLEET_RUNNING: 1,
   /** Something the local fleet needs (Redis, a built service) is missing or did not start. */
   FLEET_UNAVAILABLE: 1,
-  /** A signal (Ctrl-C) arrived while the local fleet was starting; what had started is stopped. */
+  /**
+   * A signal (Ctrl-C) arrived while the local fleet was starting (what had started is
+   * stopped), or SIGINT during `audit export --out` (its temporary file is removed).
+   */
   INTERRUPTED: 130,
+  /** SIGTERM arrived during `audit export --out` (its temporary file is removed). */
+  TERMINATED: 143,
 } as const;
 
 /** A {@link CliError} code. */

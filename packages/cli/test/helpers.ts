@@ -73,14 +73,14 @@ export interface JsonAnswer {
 }
 
 /**
- * An HTTP server on 127.0.0.1 that answers every request with the JSON `answer` gives for it;
- * its base URL, and `close`.
+ * An HTTP server on 127.0.0.1 that answers every request with the JSON `answer` gives for it
+ * (once it resolves, for a slow server); its base URL, and `close`.
  */
 export async function jsonServer(
-  answer: (request: IncomingMessage) => JsonAnswer,
+  answer: (request: IncomingMessage) => JsonAnswer | Promise<JsonAnswer>,
 ): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((request, response) => {
-    const { status = 200, body } = answer(request);
+  const server = createServer(async (request, response) => {
+    const { status = 200, body } = await answer(request);
     response.writeHead(status, { 'content-type': 'application/json' });
     response.end(JSON.stringify(body));
   });

@@ -1,8 +1,11 @@
 /**
  * `fleet` as a real process (`src/main.ts` under tsx, as `pnpm fleet` runs it): its output
- * through a real pipe, and the hints it prints when a package script launched it.
+ * through a real pipe, the hints it prints when a package script launched it, and an export
+ * to a file stopped by a signal.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,6 +63,74 @@ describe('fleet output through a pipe', () => {
     const piped = await throughPipe(['--orchestrator', url, 'services', '--json']);
     expect(piped).toEqual({ bytes: expected, code: '0' });
   }, 30_000);
+});
+
+describe('fleet audit export --out, stopped by a signal', () => {
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)(
+    'on %s removes its temporary file, writes nothing and exits %i',
+    async (signal, exitCode) => {
+      // An audit API whose pages never end, each answered 200 ms late: the export is still
+      // running when the signal arrives.
+      let pages = 0;
+      const api = await jsonServer(async () => {
+        pages++;
+        await new Promise((r) => setTimeout(r, 200));
+        const records = [`r${pages}a`, `r${pages}b`].map((id) => ({ id, kind: 'chain' }));
+        return { body: { records, nextCursor: `page-${pages}` } };
+      });
+      defer(api.close);
+      const dir = await mkdtemp(join(tmpdir(), 'fleet-cli-export-'));
+      defer(() => rm(dir, { recursive: true, force: true }));
+      const file = join(dir, 'audit.ndjson');
+
+      const { command, args } = sourceCommand(CLI, [
+        'audit',
+        'export',
+        '--audit',
+        api.url,
+        '--out',
+        file,
+      ]);
+      const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      defer(async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      });
+      const exited = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
+      let stderr = '';
+      const progressed = new Promise<void>((resolve) => {
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+          stderr += chunk;
+          // Two pages are in the temporary file.
+          if (stderr.includes('exported 4 records…\n')) resolve();
+        });
+      });
+      await Promise.race([
+        progressed,
+        exited.then(([code]) => {
+          throw new Error(`fleet exited (code ${code}) before its second page:\n${stderr}`);
+        }),
+      ]);
+      const partial = await readdir(dir);
+      expect(partial).toEqual([expect.stringMatching(/^\.audit\.ndjson\.[0-9a-f]{8}\.partial$/)]);
+
+      child.kill(signal);
+      expect(await exited).toEqual([exitCode, null]);
+      expect(await readdir(dir)).toEqual([]);
+      // Progress lines, then one line saying what happened (the count depends on the timing).
+      const said = stderr
+        .split('\n')
+        .filter((line) => !line.startsWith('exported '))
+        .map((line) => line.replace(/\(\d+ records/, '(N records'));
+      expect(said).toEqual([
+        `error: the export was interrupted by ${signal} (N records fetched, nothing written to ${file})`,
+        '',
+      ]);
+    },
+    30_000,
+  );
 });
 
 describe('the hints of fleet launched by a package script', () => {

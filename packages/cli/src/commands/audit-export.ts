@@ -2,12 +2,14 @@
  * `fleet audit export`: every audit record the filters of `audit query` select, page after
  * page along the audit API's `nextCursor`, as NDJSON (one record a line, as the API returns
  * it) on stdout, or into `--out`: a temporary file beside it, moved into place only once the
- * export is complete, so a failed export never leaves a file that looks whole.
+ * export is complete, so a failed export never leaves a file that looks whole (and one a
+ * signal stops leaves no file at all).
  */
 import { randomUUID } from 'node:crypto';
 import { type FileHandle, link, open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isTimeBoundInRange, parseTimeBound } from '@fleet/audit/time';
+import { unlessAborted } from '../abortable.ts';
 import type { AuditClient } from '../audit-client.ts';
 import { CliError } from '../errors.ts';
 import type { CliIO } from '../types.ts';
@@ -35,6 +37,12 @@ export interface AuditExportOptions {
   force?: boolean | undefined;
   /** The moment `since`/`until` durations count back from. Default: now. */
   now?: Date;
+  /**
+   * Aborted, with the signal's name (`SIGINT`, `SIGTERM`) as its reason, when the user stops
+   * the export: it stops waiting for the page it asked for, removes its temporary file and
+   * throws. Once every page has arrived, the move into place is let finish. Default: none.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** Where the lines go: stdout, or a temporary file that becomes `out` on {@link commit}. */
@@ -125,21 +133,38 @@ async function fileSink(out: string, force: boolean): Promise<ExportSink> {
   };
 }
 
+/** `1 record`, `1,200 records`. */
+function recordCount(count: number): string {
+  return `${count.toLocaleString('en-US')} record${count === 1 ? '' : 's'}`;
+}
+
+/** What an export that stopped early (after `written` records) left in `sink`. */
+function leftIn(sink: ExportSink, written: number, stop: string): string {
+  return sink.where === 'stdout'
+    ? `${recordCount(written)} written to stdout before the ${stop}`
+    : `${recordCount(written)} fetched, nothing written to ${sink.where}`;
+}
+
 /**
  * The error of an export that stopped after `written` records: the failure's code (so its
  * exit code) and facts, its message saying that the output is incomplete.
  */
 function incomplete(error: CliError, written: number, sink: ExportSink): CliError {
-  const count = `${written.toLocaleString('en-US')} record${written === 1 ? '' : 's'}`;
-  const what =
-    sink.where === 'stdout'
-      ? `${count} written to stdout before the failure`
-      : `${count} fetched, nothing written to ${sink.where}`;
+  const what = leftIn(sink, written, 'failure');
   return new CliError(error.code, `${error.message} (the export is incomplete: ${what})`, {
     ...(error.status === undefined ? {} : { status: error.status }),
     ...(error.details === undefined ? {} : { details: error.details }),
     cause: error,
   });
+}
+
+/** The error of an export that `signal` (`SIGINT`, `SIGTERM`) stopped: exit 130, 143. */
+function interrupted(signal: unknown, written: number, sink: ExportSink): CliError {
+  const name = String(signal);
+  return new CliError(
+    name === 'SIGTERM' ? 'TERMINATED' : 'INTERRUPTED',
+    `the export was interrupted by ${name} (${leftIn(sink, written, 'interrupt')})`,
+  );
 }
 
 /**
@@ -149,7 +174,9 @@ function incomplete(error: CliError, written: number, sink: ExportSink): CliErro
  *
  * @throws {CliError} `TARGET_EXISTS` for an existing `out` without `force` (before any
  * request); the audit client's errors, after the first page with a message saying how many
- * records were written and that the output is incomplete (`out` is then left untouched).
+ * records were written and that the output is incomplete (`out` is then left untouched);
+ * `INTERRUPTED` (SIGINT) or `TERMINATED` (SIGTERM) once `signal` aborts, the temporary file
+ * removed.
  */
 export async function exportAuditRecords(options: AuditExportOptions): Promise<number> {
   const {
@@ -160,6 +187,7 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
     out,
     force = false,
     now = new Date(),
+    signal,
   } = options;
   if (out !== undefined && !force && (await exists(out))) throw outExists(out);
   const query = new URLSearchParams(options.query);
@@ -176,7 +204,7 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
     let cursor: string | undefined;
     do {
       if (cursor !== undefined) query.set('cursor', cursor);
-      const page = await client.records(query);
+      const page = await unlessAborted(client.records(query), signal, (reason) => reason);
       pages++;
       if (page.records.length > 0)
         await sink.write(page.records.map((record) => `${JSON.stringify(record)}\n`).join(''));
@@ -191,8 +219,10 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
         );
       cursor = page.nextCursor || undefined;
     } while (cursor !== undefined);
+    signal?.throwIfAborted();
   } catch (error) {
     await sink.discard();
+    if (signal?.aborted) throw interrupted(signal.reason, written, sink);
     if (error instanceof CliError && pages > 0) throw incomplete(error, written, sink);
     throw error;
   }
@@ -202,9 +232,6 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
     await sink.discard();
     throw error;
   }
-  if (progress)
-    io.stderr(
-      `exported ${written.toLocaleString('en-US')} record${written === 1 ? '' : 's'} (${window}) to ${sink.where}\n`,
-    );
+  if (progress) io.stderr(`exported ${recordCount(written)} (${window}) to ${sink.where}\n`);
   return written;
 }

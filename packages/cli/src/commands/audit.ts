@@ -185,14 +185,20 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
     .addOption(stateDirOption())
     .action(async (options: QueryOptions & { out?: string; force?: boolean }, command: Command) => {
       const { io } = context;
+      const out = options.out === undefined ? undefined : resolve(io.cwd, options.out);
+      // With --out, a signal must not end the process before the temporary file is removed;
+      // on stdout there is nothing to clean up.
+      const stop = new AbortController();
+      if (out !== undefined) void io.untilInterrupted?.().then((signal) => stop.abort(signal));
       await exportAuditRecords({
         client: context.audit(command),
         io,
         query: recordQuery(options),
         since: options.since,
         until: options.until,
-        out: options.out === undefined ? undefined : resolve(io.cwd, options.out),
+        out,
         force: options.force === true,
+        signal: stop.signal,
       });
     });
   audit

@@ -26,6 +26,7 @@ import { makeDirectory } from '@fleet/audit/directory';
 import { processAlive } from '@fleet/audit/lock';
 import { expandVariables } from '@fleet/core';
 import { parse as parseYaml } from 'yaml';
+import { unlessAborted } from '../abortable.ts';
 import { CliError } from '../errors.ts';
 
 /** The repository this CLI belongs to (works from src/ and from dist/). */
@@ -354,19 +355,15 @@ function readyOf(url: string, timeoutMs: number, signal?: AbortSignal): Promise<
 
 /** `work`, unless `signal` aborts first: then an `INTERRUPTED` error. */
 function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () =>
-      reject(
-        new CliError(
-          'INTERRUPTED',
-          `${String(signal.reason ?? 'interrupted')} while the fleet was starting; the services started so far are stopped`,
-        ),
-      );
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
+  return unlessAborted(
+    work,
+    signal,
+    (reason) =>
+      new CliError(
+        'INTERRUPTED',
+        `${String(reason ?? 'interrupted')} while the fleet was starting; the services started so far are stopped`,
+      ),
+  );
 }
 
 /**
