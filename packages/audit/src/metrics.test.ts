@@ -69,6 +69,8 @@ const producerMetrics: AuditProducerMetrics = {
   droppedBy: { journalWrite: 2, journalRead: 1 },
   rejected: 4,
   rejectedBy: { invalidId: 1, unserialisable: 3 },
+  writeAheadFailures: 8,
+  writeAheadRecovered: 11,
   connected: false,
 };
 
@@ -134,6 +136,8 @@ describe('registerAuditMetrics', () => {
       { value: 1, attributes: outcome('dropped', reason('journal_read')) },
       { value: 1, attributes: outcome('rejected', reason('invalid_id')) },
       { value: 3, attributes: outcome('rejected', reason('unserialisable')) },
+      { value: 11, attributes: outcome('recovered') },
+      { value: 8, attributes: outcome('write_ahead_failed') },
     ]);
     expect(collected[METRIC.AUDIT_PRODUCER_BATCHES]).toEqual([
       { value: 5, attributes: outcome('sent') },

@@ -134,6 +134,8 @@ export function registerAuditMetrics(
         add(m.droppedBy.journalRead, outcome('dropped', 'journal_read'));
         add(m.rejectedBy.invalidId, outcome('rejected', 'invalid_id'));
         add(m.rejectedBy.unserialisable, outcome('rejected', 'unserialisable'));
+        add(m.writeAheadRecovered, outcome('recovered'));
+        add(m.writeAheadFailures, outcome('write_ahead_failed'));
       },
     );
     observe(

@@ -23,6 +23,7 @@ import {
   type AuditRecord,
   type AuditRecordBatch,
 } from './record.ts';
+import { openWriteAhead, recoverWriteAhead, type WriteAheadLog } from './write-ahead.ts';
 
 /** Where the journal goes unless `journalPath` says otherwise (relative to the cwd). */
 export const DEFAULT_JOURNAL_PATH = '.fleet/audit-journal.ndjson';
@@ -81,6 +82,17 @@ export interface AuditProducerOptions {
    * from one directory, say) cannot share it. Default {@link DEFAULT_JOURNAL_PATH}.
    */
   journalPath?: string;
+  /**
+   * Write every record to a write-ahead log beside the journal (`<journalPath>.wal.0` and
+   * `.wal.1`; one `write` to the page cache per record, no fsync) before `enqueue` returns,
+   * so that records waiting in memory for their batch survive the process being killed
+   * (SIGKILL, the OOM killer); the next producer on the journal replays them. It costs a
+   * `JSON.stringify` and a `write` per record, and a record that cannot be serialised is
+   * rejected at `enqueue` rather than when its batch is sent. Default false: a killed
+   * process loses what it held in memory (at most `flushIntervalMs` of records while Redis
+   * is up). Segments a previous run left are replayed whether or not this is on.
+   */
+  writeAhead?: boolean;
   /** Where the producer reports. Default: JSON lines on stderr. */
   logger?: AuditLogger;
   /** Longest wait for one `addBulk` before it counts as failed. Default 2000 ms. */
@@ -116,6 +128,13 @@ export interface AuditProducerMetrics {
    * could not be read back, a torn write (`journalRead`).
    */
   droppedBy: { journalWrite: number; journalRead: number };
+  /**
+   * Records the write-ahead log could not take (a failed write: disk full, I/O error);
+   * they are delivered as usual but would be lost if the process were killed first.
+   */
+  writeAheadFailures: number;
+  /** Records a previous run left in the write-ahead log, moved into the journal at start. */
+  writeAheadRecovered: number;
   /** Records refused as unusable (no ULID `id`, or not serialisable). */
   rejected: number;
   /**
@@ -213,6 +232,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     prefix,
     journalPath = DEFAULT_JOURNAL_PATH,
     batchJobs = false,
+    writeAhead = false,
   } = options;
   const batchSize = checkInteger('batchSize', options.batchSize ?? 500, 1);
   const flushIntervalMs = checkNumber('flushIntervalMs', options.flushIntervalMs ?? 50, 0);
@@ -227,8 +247,10 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   const logger = safeLogger(options.logger ?? createStderrLogger());
   const journal = createJournal(resolve(journalPath));
   let unlockJournal = (): void => undefined;
+  let locked = false;
   try {
     unlockJournal = lockJournal(journal.path);
+    locked = true;
   } catch (error) {
     if (error instanceof AuditJournalInUseError) throw error;
     // A journal we cannot even lock will not take writes either; delivery to Redis still
@@ -237,6 +259,35 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
       path: journal.path,
       error: errorFields(error),
     });
+  }
+  let writeAheadRecovered = 0;
+  let wal: WriteAheadLog | undefined;
+  if (locked) {
+    try {
+      const { records, tornBytes } = recoverWriteAhead(journal.path);
+      writeAheadRecovered = records;
+      if (records > 0 || tornBytes > 0)
+        logger.warn('moved the audit write-ahead log of a run that did not close to the journal', {
+          path: journal.path,
+          records,
+          ...(tornBytes > 0 ? { tornBytes } : {}),
+        });
+    } catch (error) {
+      logger.error('cannot recover the audit write-ahead log of a previous run; left in place', {
+        path: journal.path,
+        error: errorFields(error),
+      });
+    }
+    if (writeAhead) {
+      try {
+        wal = openWriteAhead(journal.path);
+      } catch (error) {
+        logger.error(
+          'cannot open the audit write-ahead log; records in memory are lost if the process is killed',
+          { path: journal.path, error: errorFields(error) },
+        );
+      }
+    }
   }
 
   const redisOptions: RedisOptions = {
@@ -275,6 +326,11 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
 
   let state: 'open' | 'closing' | 'closed' = 'open';
   let memory: AuditRecord[] = [];
+  // With the write-ahead log: the number of each record in memory (same order), and the next.
+  let memorySeqs: number[] = [];
+  let nextSeq = 0;
+  let writeAheadFailures = 0;
+  let writeAheadFailing = false;
   // Records on their way from memory to the journal (a spill being written).
   let spilling = 0;
   const counters = {
@@ -298,6 +354,53 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   let spillWarned = false;
   let closing: Promise<void> | undefined;
   let lateWarned = false;
+
+  /** Take the oldest `count` records out of memory. */
+  const takeFront = (count: number): AuditRecord[] => {
+    if (wal) memorySeqs.splice(0, count);
+    return memory.splice(0, count);
+  };
+
+  /** Empty the write-ahead segments whose records have all left memory. */
+  const releaseWriteAhead = (): void => {
+    try {
+      wal?.release(memorySeqs[0] ?? nextSeq);
+    } catch (error) {
+      logger.error('cannot empty an audit write-ahead segment', { error: errorFields(error) });
+    }
+  };
+
+  /** Write `record` ahead; false when it cannot be serialised (rejected here). */
+  const writeAheadOf = (log: WriteAheadLog, record: AuditRecord): boolean => {
+    let line: string | undefined;
+    try {
+      line = JSON.stringify(record);
+    } catch {
+      line = undefined;
+    }
+    if (typeof line !== 'string') {
+      reject([record], 'unserialisable');
+      return false;
+    }
+    try {
+      log.append(`${line}\n`, nextSeq);
+      if (writeAheadFailing) {
+        writeAheadFailing = false;
+        logger.info('the audit write-ahead log takes writes again', { path: journal.path });
+      }
+    } catch (error) {
+      writeAheadFailures++;
+      if (!writeAheadFailing) {
+        writeAheadFailing = true;
+        logger.error(
+          'cannot write the audit write-ahead log; records wait in memory only and are lost if the process is killed',
+          { path: journal.path, error: errorFields(error) },
+        );
+      }
+    }
+    memorySeqs.push(nextSeq++);
+    return true;
+  };
 
   const enterOutage = (reason: string, error: unknown): void => {
     // Shutdown closes the connection on purpose: not an outage.
@@ -425,7 +528,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
   };
 
   const spill = async (count: number, why: 'overflow' | 'shutdown'): Promise<void> => {
-    const records = memory.splice(0, count);
+    const records = takeFront(count);
     if (records.length === 0) return;
     if (why === 'overflow' && !spillWarned) {
       spillWarned = true;
@@ -487,7 +590,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
     const result = await send(batch);
     if (result.ok) {
       // Only the pump removes from the front, so these are still the first records.
-      memory.splice(0, batch.length);
+      takeFront(batch.length);
       counters.sent += batch.length;
       return true;
     }
@@ -495,6 +598,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
       // A record BullMQ cannot serialise would fail every batch it is in: take it out.
       const bad = new Set(batch.filter((record) => !isSerialisable(record)));
       if (bad.size > 0) {
+        if (wal) memorySeqs = memorySeqs.filter((_, i) => !bad.has(memory[i] as AuditRecord));
         memory = memory.filter((record) => !bad.has(record));
         reject([...bad], 'unserialisable');
         return true;
@@ -506,7 +610,7 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
 
   const runPump = async (): Promise<void> => {
     await journalReady;
-    for (;;) {
+    for (; ; releaseWriteAhead()) {
       if (memory.length > maxBuffered) {
         await spill(Math.max(memory.length - maxBuffered, batchSize), 'overflow');
         continue;
@@ -615,11 +719,13 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
         reject([record], 'invalidId');
         return;
       }
-      counters.enqueued++;
       if (state === 'closed') {
+        counters.enqueued++;
         appendAfterClose(record);
         return;
       }
+      if (wal && !writeAheadOf(wal, record)) return;
+      counters.enqueued++;
       memory.push(record);
       if (memory.length === 1 && !flushTimer) {
         flushTimer = setTimeout(() => {
@@ -652,6 +758,9 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
           // A send still running is bounded by sendDeadline.
           await pumping;
           while (memory.length > 0) await spill(memory.length, 'shutdown');
+          // Everything is in Redis or the journal now.
+          wal?.close();
+          wal = undefined;
         } finally {
           // From here on enqueue appends to the journal synchronously.
           state = 'closed';
@@ -686,6 +795,8 @@ export function createAuditProducer(options: AuditProducerOptions = {}): AuditPr
         droppedBy: { ...droppedBy },
         rejected: rejectedBy.invalidId + rejectedBy.unserialisable,
         rejectedBy: { ...rejectedBy },
+        writeAheadFailures,
+        writeAheadRecovered,
         buffered: memory.length,
         journalPending: journal.pending,
         connected: state !== 'closed' && client.status === 'ready',

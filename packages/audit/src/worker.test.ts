@@ -3,13 +3,11 @@
  * its own): batching, exactly-once storage under duplicate delivery and replay, malformed
  * jobs, failed inserts, PII scrubbing, a worker killed mid-batch, Redis dying mid-stream.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { type JobsOptions, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { spawnChild } from '../test/child.ts';
 import {
   captureLogger,
   defer,
@@ -414,7 +412,7 @@ describe('audit worker', () => {
       const q = queue(prefix);
       const records = makeRecords(80);
       await add(q, records);
-      const child = spawnChild({
+      const child = spawnChild('./worker-child.ts', {
         REDIS_URL: SHARED_REDIS_URL,
         PREFIX: prefix,
         DATABASE_URL: SHARED_DATABASE_URL,
@@ -762,60 +760,3 @@ describe('audit worker', () => {
     expect(() => createAuditWorker({ store: t.store, concurrency: 1.5 })).toThrow(/concurrency/);
   });
 });
-
-const CHILD = fileURLToPath(new URL('../test/worker-child.ts', import.meta.url));
-
-interface Child {
-  process: ChildProcess;
-  exited: Promise<void>;
-  line(
-    match: (line: Record<string, unknown>) => boolean,
-    timeoutMs?: number,
-  ): Promise<Record<string, unknown>>;
-}
-
-function spawnChild(env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@fleet/source', CHILD], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  defer(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  const waiters = new Set<() => void>();
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (text) => {
-    try {
-      lines.push(JSON.parse(text) as Record<string, unknown>);
-    } catch {
-      return;
-    }
-    for (const wake of waiters) wake();
-  });
-  return {
-    process: child,
-    exited,
-    line: (match, timeoutMs = 20_000) =>
-      new Promise((found, fail) => {
-        const check = () => {
-          const hit = lines.find(match);
-          if (!hit) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          found(hit);
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          fail(new Error(`the worker child did not print the expected line; stderr:\n${stderr}`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      }),
-  };
-}

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { NOT_DIGITS } from '../test/scenarios.ts';
 import {
   DEFAULT_REDIS_URL,
+  envBoolean,
   envInteger,
   envKeyPrefix,
   envLogLevel,
@@ -53,6 +54,32 @@ describe('envInteger', () => {
     );
     expect(integerProblem('0', 1)).toBe('must be an integer >= 1 (digits only)');
     expect(integerProblem('3', 1, 5)).toBeUndefined();
+  });
+});
+
+describe('envBoolean', () => {
+  it.each([
+    ['true', true],
+    ['1', true],
+    ['YES', true],
+    [' On ', true],
+    ['false', false],
+    ['0', false],
+    ['No', false],
+    ['off', false],
+  ] as const)('reads %j as %s', (text, value) => {
+    expect(envBoolean({ FLAG: text }, 'FLAG', !value)).toBe(value);
+  });
+
+  it('takes the fallback when unset or empty', () => {
+    expect(envBoolean({}, 'FLAG', true)).toBe(true);
+    expect(envBoolean({ FLAG: '' }, 'FLAG', false)).toBe(false);
+  });
+
+  it.each(['maybe', '2', 'enabled'])('refuses %j naming the variable and the words', (text) => {
+    expect(() => envBoolean({ FLAG: text }, 'FLAG', true)).toThrow(
+      `FLAG must be one of true, 1, yes, on, false, 0, no, off, got ${JSON.stringify(text)}`,
+    );
   });
 });
 

@@ -50,6 +50,29 @@ export function envInteger(
   return Number(text);
 }
 
+const TRUE_WORDS = ['true', '1', 'yes', 'on'];
+const FALSE_WORDS = ['false', '0', 'no', 'off'];
+
+/**
+ * The on/off environment variable `name` (`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in
+ * any case), or `fallback` when it is unset or empty.
+ * @throws {Error} naming the variable, the words it takes and what it got, for anything else.
+ */
+export function envBoolean(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: boolean,
+): boolean {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const word = text.trim().toLowerCase();
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  throw new Error(
+    `${name} must be one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')}, got ${JSON.stringify(text.slice(0, 64))}`,
+  );
+}
+
 /** The log levels a service's `LOG_LEVEL` may name (pino's, most verbose first). */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 

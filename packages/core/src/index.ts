@@ -25,6 +25,7 @@ export type {
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
 export {
   DEFAULT_REDIS_URL,
+  envBoolean,
   envInteger,
   envKeyPrefix,
   envLogLevel,
