@@ -20,7 +20,7 @@ import {
   registerAuditMetrics,
 } from '@fleet/audit';
 import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
-import { envInteger, envLogLevel, envRedisUrl, type LogLevel } from '@fleet/core';
+import { envBoolean, envInteger, envLogLevel, envRedisUrl, type LogLevel } from '@fleet/core';
 import { listen, onShutdown, stopOnListenError } from '@fleet/interceptor-kit';
 import { startTelemetry, telemetryOptionsFromEnv } from '@fleet/telemetry';
 import { Redis } from 'ioredis';
@@ -65,11 +65,13 @@ try {
 }
 let port = 8080;
 let maxBuffered = DEFAULT_MAX_BUFFERED;
+let writeAhead = true;
 let redisUrl: string;
 try {
   redisUrl = envRedisUrl(env);
   port = envInteger(env, 'PORT', 8080, { max: 65_535 });
   maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
+  writeAhead = envBoolean(env, 'AUDIT_WRITE_AHEAD', true);
 } catch (error) {
   fail((error as Error).message);
 }
@@ -109,6 +111,8 @@ const producer = config.audit.enabled
       batchJobs: true,
       journalPath,
       maxBuffered,
+      // Every served call's records survive the process being killed before their batch goes.
+      writeAhead,
       logger: auditLoggerFrom(log),
     })
   : undefined;

@@ -49,6 +49,8 @@ async function startOrchestrator(
   orchestrator: ServiceProcess;
   queue: string;
   journal: string;
+  /** Another orchestrator on the same config, queue and journal (after this one is gone). */
+  again(redisUrl: string, env?: Record<string, string>): Promise<ServiceProcess>;
 }> {
   const backend = await startHttpBackend({ name: 'fx' });
   defer(() => backend.close());
@@ -68,22 +70,38 @@ async function startOrchestrator(
     `backends:\n  - {id: fx, url: "${backend.url}"}\nregistry: {prefix: audit-metrics-${id}}\naudit: {queue: ${queue}}\n`,
   );
   const journal = join(dir, 'audit.ndjson');
-  const orchestrator = await startServiceProcess({
-    ...sourceCommand(MAIN),
-    cwd: dir,
-    env: {
-      PORT: '0',
-      FLEET_CONFIG: configPath,
-      REDIS_URL: redisUrl,
-      AUDIT_JOURNAL: journal,
-      LOG_LEVEL: 'error',
-      OTEL_TRACES_EXPORTER: 'none',
-      ...env,
-    },
-    readyTimeoutMs: 30_000,
-  });
-  defer(() => orchestrator.stop());
-  return { orchestrator, queue, journal };
+  const start = async (redisUrl: string, env: Record<string, string> = {}) => {
+    const started = await startServiceProcess({
+      ...sourceCommand(MAIN),
+      cwd: dir,
+      env: {
+        PORT: '0',
+        FLEET_CONFIG: configPath,
+        REDIS_URL: redisUrl,
+        AUDIT_JOURNAL: journal,
+        LOG_LEVEL: 'error',
+        OTEL_TRACES_EXPORTER: 'none',
+        ...env,
+      },
+      readyTimeoutMs: 30_000,
+    });
+    defer(() => started.stop());
+    return started;
+  };
+  return { orchestrator: await start(redisUrl, env), queue, journal, again: start };
+}
+
+/** The records in an audit queue's batch jobs. */
+async function queuedRecords(queue: string): Promise<Array<{ target?: string }>> {
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  const jobs = new Queue(queue, { connection });
+  try {
+    const all = await jobs.getJobs(['waiting', 'prioritized', 'delayed']);
+    return all.flatMap((job) => (job.data as { records: Array<{ target?: string }> }).records);
+  } finally {
+    await jobs.close();
+    connection.disconnect();
+  }
 }
 
 describe('audit producer metrics of the orchestrator', () => {
@@ -186,6 +204,78 @@ describe('audit producer metrics of the orchestrator', () => {
     const lines = readFileSync(journal, 'utf8').split('\n').filter(Boolean);
     expect(lines).toHaveLength(journaled);
   }, 120_000);
+
+  it.each([
+    { writeAhead: 'true', kept: 'every one' },
+    { writeAhead: 'false', kept: 'none' },
+  ])(
+    'the next start of a SIGKILLed orchestrator delivers $kept of the records it held (AUDIT_WRITE_AHEAD=$writeAhead)',
+    async ({ writeAhead }) => {
+      // Redis unreachable: the records of the calls wait in memory (far below
+      // AUDIT_MAX_BUFFERED, so none spills to the journal) when the process is killed.
+      const { orchestrator, queue, journal, again } = await startOrchestrator(
+        `redis://127.0.0.1:${await freePort()}`,
+        { AUDIT_WRITE_AHEAD: writeAhead },
+      );
+      const client = await connectClient(`${orchestrator.url}/mcp`);
+      const calls = 5;
+      for (let i = 0; i < calls; i++)
+        expect(textOf(await client.callTool({ name: 'echo', arguments: { text: `k${i}` } }))).toBe(
+          `[fx] k${i}`,
+        );
+      expect(value(await scrape(orchestrator), ...records('journaled'))).toBe(0);
+      orchestrator.child.kill('SIGKILL');
+      await orchestrator.exited;
+      expect(readFileSync(journal, { encoding: 'utf8', flag: 'a+' })).toBe('');
+
+      // The next orchestrator on the same journal, with Redis up.
+      const next = await again(REDIS_URL);
+      if (writeAhead === 'true') {
+        await waitFor(
+          async () => (await queuedRecords(queue)).filter((r) => r.target === 'echo').length > 0,
+          15_000,
+          'the recovered records in the queue',
+        );
+        const text = await scrape(next);
+        expect(value(text, ...records('recovered'))).toBe(2 * calls);
+        await waitFor(
+          async () => value(await scrape(next), ...records('replayed')) === 2 * calls,
+          10_000,
+          'every recovered record to be replayed',
+        );
+        expect((await queuedRecords(queue)).filter((r) => r.target === 'echo')).toHaveLength(
+          2 * calls,
+        );
+      } else {
+        // Give a replay every chance to happen: nothing was there to replay.
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(value(await scrape(next), ...records('recovered'))).toBe(0);
+        expect(await queuedRecords(queue)).toEqual([]);
+      }
+    },
+    60_000,
+  );
+
+  it.each(['maybe', '2'])(
+    'refuses AUDIT_WRITE_AHEAD=%j at start-up, naming it',
+    async (value) => {
+      const { command, args } = sourceCommand(MAIN);
+      const child = spawn(command, args, {
+        env: { ...process.env, PORT: '0', AUDIT_WRITE_AHEAD: value },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      const exit = await exitOf(child);
+      expect(exit.code).toBe(1);
+      expect(stderr).toContain(
+        `AUDIT_WRITE_AHEAD must be one of true, 1, yes, on, false, 0, no, off, got "${value}"`,
+      );
+    },
+    30_000,
+  );
 
   it.each(['1e3', ' ', '-1'])(
     'refuses AUDIT_MAX_BUFFERED=%j at start-up, naming it',
