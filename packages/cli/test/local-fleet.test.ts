@@ -113,7 +113,10 @@ describe('local fleet start-up checks', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
     const run = await fleet(['up', '--port', String(port), '--state-dir', dir]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`port ${port} is in use`);
+    // Worded as the services' own start-up refusal, naming --port where they name PORT.
+    expect(run.stderr).toBe(
+      `error: --port: cannot listen on 127.0.0.1:${port}: the port is in use (EADDRINUSE); pass another --port, or --port 0 for a free one\n`,
+    );
     // The refusal comes before any word of starting.
     expect(run.stdout).toBe('');
   });

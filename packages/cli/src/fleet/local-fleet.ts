@@ -227,17 +227,27 @@ export function assertNoLiveFleet(stateDir: string): void {
   );
 }
 
-/** Resolve with why nothing can listen on 127.0.0.1:`port`, or undefined when it is free. */
+/**
+ * Resolve with why nothing can listen on 127.0.0.1:`port` (`fleet up`'s `--port`), or
+ * undefined when it is free. Worded as the services word their own start-up failure (the
+ * kit's `ListenError`), naming `--port` where they name `PORT`: `--port: cannot listen on
+ * 127.0.0.1:8080: the port is in use (EADDRINUSE); pass another --port, ...`.
+ */
 export function checkPortFree(port: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      resolve(
-        error.code === 'EADDRINUSE'
-          ? `port ${port} is in use (something listens on 127.0.0.1:${port}): pass another --port, or --port 0 for a free one`
-          : `cannot listen on 127.0.0.1:${port} (${error.code ?? error.message})`,
-      ),
-    );
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      // Loaded only on this path: the kit's entry pulls in express, pino and more, which
+      // every `fleet` command would otherwise pay for at start-up.
+      import('@fleet/interceptor-kit').then(({ ListenError }) => {
+        const failure = new ListenError('127.0.0.1', port, error);
+        resolve(
+          failure.setting === 'port'
+            ? `--port: ${failure.message}; pass another --port, or --port 0 for a free one`
+            : failure.message,
+        );
+      }, reject);
+    });
     server.listen({ port, host: '127.0.0.1', exclusive: true }, () =>
       server.close(() => resolve(undefined)),
     );
