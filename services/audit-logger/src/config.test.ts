@@ -27,6 +27,7 @@ describe('audit-logger environment', () => {
       AUDIT_BATCH_JOBS: true,
       AUDIT_JOURNAL: '.fleet/audit-logger-audit.ndjson',
       AUDIT_MAX_BUFFERED: DEFAULT_MAX_BUFFERED,
+      AUDIT_WRITE_AHEAD: true,
       AUDIT_PAYLOAD_PREVIEW: 0,
     });
     expect(parseAuditWorkerEnv({}).PORT).toBe(8084);
@@ -48,6 +49,7 @@ describe('audit-logger environment', () => {
         AUDIT_BATCH_JOBS: '0',
         AUDIT_JOURNAL: '/var/lib/audit.ndjson',
         AUDIT_MAX_BUFFERED: '250',
+        AUDIT_WRITE_AHEAD: 'off',
         AUDIT_QUEUE: 'q',
         AUDIT_PREFIX: 'p',
         AUDIT_BATCH_SIZE: '50',
@@ -65,6 +67,7 @@ describe('audit-logger environment', () => {
       AUDIT_BATCH_JOBS: false,
       AUDIT_BATCH_SIZE: 50,
       AUDIT_MAX_BUFFERED: 250,
+      AUDIT_WRITE_AHEAD: false,
       AUDIT_PAYLOAD_PREVIEW: 256,
     });
     // 0 is a bound too (every record goes through the journal); empty is the default.
@@ -83,6 +86,8 @@ describe('audit-logger environment', () => {
     [{ PORT: 'eighty' }, 'PORT'],
     [{ AUDIT_RETENTION_DAYS: '0' }, 'AUDIT_RETENTION_DAYS'],
     [{ AUDIT_WORKER: 'maybe' }, 'AUDIT_WORKER'],
+    [{ AUDIT_WRITE_AHEAD: 'maybe' }, 'AUDIT_WRITE_AHEAD'],
+    [{ AUDIT_WRITE_AHEAD: '2' }, 'AUDIT_WRITE_AHEAD'],
     [{ TRACE_URL_TEMPLATE: 'http://jaeger/trace' }, 'TRACE_URL_TEMPLATE'],
     [{ TRACE_URL_TEMPLATE: 'javascript:alert(1)//{traceId}' }, 'TRACE_URL_TEMPLATE'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -201,6 +206,10 @@ describe('AUDIT_* variables a process does not read', () => {
     expect(warnings[1]?.message).not.toContain('did you mean');
     expect(auditLoggerEnvWarnings({ AUDIT_QUEUE: 'q', AUDIT_WORKER: 'false' })).toEqual([]);
     expect(auditLoggerEnvWarnings({ AUDIT_MAX_BUFFERED: '100' })).toEqual([]);
+    expect(auditLoggerEnvWarnings({ AUDIT_WRITE_AHEAD: 'false' })).toEqual([]);
+    expect(auditLoggerEnvWarnings({ AUDIT_WRITE_AHEDA: 'false' })[0]?.message).toContain(
+      '(did you mean "AUDIT_WRITE_AHEAD"?)',
+    );
   });
 
   it('are not warned about by the worker when the audit-logger reads them (a shared environment)', () => {
@@ -209,6 +218,7 @@ describe('AUDIT_* variables a process does not read', () => {
         AUDIT_JOURNAL: 'j',
         AUDIT_READ_TOKEN: 'r',
         AUDIT_MAX_BUFFERED: '1',
+        AUDIT_WRITE_AHEAD: 'false',
       }),
     ).toEqual([]);
     const [warning] = auditWorkerEnvWarnings({ AUDIT_BATCH_SIZ: '10' });

@@ -96,6 +96,8 @@ const AuditLoggerEnvSchema = z.object({
   AUDIT_JOURNAL: optional(z.string().min(1)).transform((v) => v ?? DEFAULT_AUDIT_LOGGER_JOURNAL),
   // Records this process's producer holds in memory; beyond them they spill to AUDIT_JOURNAL.
   AUDIT_MAX_BUFFERED: optional(integer(0)).transform((v) => v ?? DEFAULT_MAX_BUFFERED),
+  // This process's producer writes each record beside AUDIT_JOURNAL before enqueue returns.
+  AUDIT_WRITE_AHEAD: flag(true),
   AUDIT_PAYLOAD_PREVIEW: optional(integer(0, 4096)).transform((v) => v ?? 0),
 });
 

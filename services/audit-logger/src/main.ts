@@ -69,6 +69,8 @@ const producer = await orExit(() =>
     maxBuffered: config.AUDIT_MAX_BUFFERED,
     // One queue job per batch of records: what lets the pipeline run past BullMQ's per-job rate.
     batchJobs: config.AUDIT_BATCH_JOBS,
+    // The records of answered invocations survive the process being killed before their batch goes.
+    writeAhead: config.AUDIT_WRITE_AHEAD,
     logger: auditLog,
   }),
 );

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAuditProducer, createAuditRecord } from '@fleet/audit';
+import { metricSample } from '@fleet/audit/testing';
 import {
   freePort,
   occupiedPort,
@@ -364,8 +365,57 @@ describe('audit-logger process', () => {
   }, 60_000);
 
   it.each([
+    { writeAhead: 'true', kept: 'the record' },
+    { writeAhead: 'false', kept: 'nothing' },
+  ])(
+    'the next start of a SIGKILLed audit-logger delivers $kept it held (AUDIT_WRITE_AHEAD=$writeAhead)',
+    async ({ writeAhead }) => {
+      const { schema, drop } = await openSchemaStore();
+      defer(drop);
+      const cwd = await tempDir();
+      const env = {
+        ...quietEnv,
+        PORT: '0',
+        DATABASE_URL,
+        AUDIT_DB_SCHEMA: schema,
+        AUDIT_PREFIX: uniquePrefix(),
+        AUDIT_WORKER: 'false',
+        AUDIT_JOURNAL: join(cwd, 'audit.ndjson'),
+        AUDIT_WRITE_AHEAD: writeAhead,
+      };
+      // Redis unreachable: the record waits in memory (far below AUDIT_MAX_BUFFERED) when the
+      // process is killed.
+      const killed = await startMain(cwd, {
+        ...env,
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      await invokeAuditLogger(killed.url, traceId());
+      expect((await killed.stop('SIGKILL')).signal).toBe('SIGKILL');
+
+      const next = await startMain(cwd, { ...env, REDIS_URL });
+      const records = async (outcome: string) =>
+        metricSample(
+          await (await fetch(`${next.url}/metrics`)).text(),
+          'fleet_audit_producer_records_total',
+          { fleet_audit_outcome: outcome },
+        ) ?? 0;
+      if (writeAhead === 'true') {
+        await waitFor(async () => (await records('replayed')) === 1, 'the record replayed');
+        expect(await records('recovered')).toBe(1);
+      } else {
+        // Give a replay every chance to happen: nothing was there to replay.
+        await new Promise((tick) => setTimeout(tick, 1500));
+        expect([await records('recovered'), await records('replayed')]).toEqual([0, 0]);
+      }
+      expect(await next.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
+    },
+    90_000,
+  );
+
+  it.each([
     ['PORT', 'eighty'],
     ['AUDIT_MAX_BUFFERED', '-1'],
+    ['AUDIT_WRITE_AHEAD', 'maybe'],
     // Digits only: Number(' ') would be 0 (a free port), Number('0x10') 16.
     ['PORT', ' '],
     ['AUDIT_BATCH_SIZE', '0x10'],

@@ -5,7 +5,8 @@
  * POLICY_KEY_PREFIX (fleet: Redis keys `<prefix>:ratelimit:*` and `<prefix>:pins:*`, so fleets
  * sharing a Redis keep their own), PINNING_MAX_TOOLS (10000: most tools pinned), FLEET_TOKEN (bearer on /mcp, /policy and
  * /policy/pins), AUDIT_QUEUE (fleet-audit), AUDIT_JOURNAL (.fleet/policy-validator-audit.ndjson),
- * AUDIT_MAX_BUFFERED (the audit producer's DEFAULT_MAX_BUFFERED), LOG_LEVEL, OTEL_*. Reloads
+ * AUDIT_MAX_BUFFERED (the audit producer's DEFAULT_MAX_BUFFERED), AUDIT_WRITE_AHEAD (true: the
+ * producer's write-ahead log beside the journal), LOG_LEVEL, OTEL_*. Reloads
  * the policy when the file changes; audits pin approvals (and refused attempts) as `admin`
  * records; drains on SIGTERM.
  */
@@ -23,6 +24,7 @@ import {
 import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
 import {
   DEFAULT_REDIS_URL,
+  envBoolean,
   envInteger,
   envKeyPrefix,
   envLogLevel,
@@ -64,6 +66,7 @@ let level: LogLevel = 'info';
 let port = 8082;
 let maxTools = DEFAULT_PIN_MAX_TOOLS;
 let maxBuffered = DEFAULT_MAX_BUFFERED;
+let writeAhead = true;
 let keyPrefix = DEFAULT_KEY_PREFIX;
 let redisUrl = DEFAULT_REDIS_URL;
 try {
@@ -76,6 +79,7 @@ try {
     max: PINNING_MAX_TOOLS_LIMIT,
   });
   maxBuffered = envInteger(env, 'AUDIT_MAX_BUFFERED', DEFAULT_MAX_BUFFERED);
+  writeAhead = envBoolean(env, 'AUDIT_WRITE_AHEAD', true);
 } catch (error) {
   process.stderr.write(`${(error as Error).message}\n`);
   process.exit(1);
@@ -147,6 +151,8 @@ function startAuditProducer(): AuditProducer {
         queue: env.AUDIT_QUEUE || AUDIT_QUEUE,
         journalPath,
         maxBuffered,
+        // An approval's record survives the process being killed before its batch goes.
+        writeAhead,
         logger: auditLoggerFrom(log),
       });
     } catch (error) {

@@ -2,7 +2,8 @@
  * The audit trail of tool pin changes: every approval and every pin forgotten on
  * `/policy/pins`, and every attempt refused for its token, becomes an `admin` audit record (who, what, when) through the real
  * audit producer and a real BullMQ queue on the local Redis (a queue and key prefix per test);
- * reads and requests that change nothing do not. An approval never waits for the audit queue.
+ * reads and requests that change nothing do not. An approval never waits for the audit queue,
+ * and (AUDIT_WRITE_AHEAD) its record survives the process being killed before its batch goes.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +21,7 @@ import {
   parseAuditRecord,
 } from '@fleet/audit';
 import { journalHolder } from '@fleet/audit/lock';
+import { waitFor } from '@fleet/audit/testing';
 import { defer } from '@fleet/interceptor-kit/testing';
 import { freePort, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
@@ -327,4 +329,65 @@ describe('the process', () => {
     expect(warned).toEqual([expect.stringContaining('"unrecorded":1')]);
     expect(one.stderr()).not.toContain(BAD_TOKEN);
   });
+
+  it.each([
+    { writeAhead: 'true', kept: 'every one' },
+    { writeAhead: 'false', kept: 'none' },
+  ])(
+    'the next start of a SIGKILLed process delivers $kept of the records it held (AUDIT_WRITE_AHEAD=$writeAhead)',
+    async ({ writeAhead }) => {
+      await using redis = await startRedisServer();
+      const cwd = mkdtempSync(join(tmpdir(), 'pins-audit-killed-'));
+      defer(async () => rmSync(cwd, { recursive: true, force: true }));
+      const queue = `pins-audit-${randomUUID()}`;
+      const journal = join(cwd, 'audit.ndjson');
+      const start = (redisUrl: string) =>
+        startServiceProcess({
+          ...sourceCommand(MAIN),
+          cwd,
+          env: {
+            PORT: '0',
+            REDIS_URL: redisUrl,
+            FLEET_TOKEN: TOKEN,
+            AUDIT_QUEUE: queue,
+            AUDIT_JOURNAL: journal,
+            AUDIT_WRITE_AHEAD: writeAhead,
+            OTEL_TRACES_EXPORTER: 'none',
+          },
+          readyTimeoutMs: 60_000,
+        });
+      // Redis unreachable: the records of the refused attempts (audited without touching the
+      // pin store) wait in memory, far below AUDIT_MAX_BUFFERED, when the process is killed.
+      const killed = await start(`redis://127.0.0.1:${await freePort()}`);
+      for (let i = 0; i < 3; i++) {
+        const refused = await fetch(`${killed.url}/policy/pins/read_file/approve`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${BAD_TOKEN}` },
+        });
+        expect(refused.status).toBe(401);
+      }
+      expect((await killed.stop('SIGKILL')).signal).toBe('SIGKILL');
+
+      const next = await start(redis.url);
+      try {
+        if (writeAhead === 'true') {
+          await waitFor(
+            async () => (await queuedRecords(redis.url, queue)).length === 3,
+            'the recovered records in the queue',
+          );
+          const records = await queuedRecords(redis.url, queue);
+          expect(records.map((r) => [r.event, r.decision])).toEqual(
+            Array(3).fill(['admin/pins/approve', 'denied']),
+          );
+        } else {
+          // Give a replay every chance to happen: nothing was there to replay.
+          await new Promise((tick) => setTimeout(tick, 1500));
+          expect(await queuedRecords(redis.url, queue)).toEqual([]);
+        }
+      } finally {
+        expect((await next.stop()).code).toBe(0);
+      }
+    },
+    120_000,
+  );
 });

@@ -219,6 +219,21 @@ describe('policy-validator process', () => {
     },
   );
 
+  it.each(['maybe', '2'])(
+    'refuses to start with AUDIT_WRITE_AHEAD=%j, in one line naming it',
+    async (value) => {
+      const { how, lines } = await startExpectingRefusal({
+        ...sourceCommand(MAIN),
+        env: { PORT: '0', AUDIT_WRITE_AHEAD: value },
+        readyTimeoutMs: 10_000,
+      });
+      expect(how).toContain('exited before its start-up line (code 1');
+      expect(lines).toEqual([
+        `AUDIT_WRITE_AHEAD must be one of true, 1, yes, on, false, 0, no, off, got "${value}"`,
+      ]);
+    },
+  );
+
   it.each(['0', 'ten', '1000001'])('refuses to start with PINNING_MAX_TOOLS=%s', async (value) => {
     const error = await startServiceProcess({
       ...sourceCommand(MAIN),
