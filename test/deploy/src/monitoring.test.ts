@@ -44,6 +44,7 @@ const ALERTS = [
   'FleetAuditStoreUnavailable',
   'FleetAuditBacklog',
   'FleetAuditProducerDisconnected',
+  'FleetAuditWriteAheadFailing',
   'FleetEventLoopDelayHigh',
 ];
 const SERVICES = [
@@ -250,6 +251,24 @@ describe('monitoring.prometheusRule', () => {
     expect(ruleNamed(manifests, 'FleetGatewayErrorRatioHigh')?.expr).toMatch(/> 0\.2$/);
     expect(ruleNamed(manifests, 'FleetEventLoopDelayHigh')).toBeUndefined();
     for (const rule of rulesOf(manifests)) expect(rule.labels.team, rule.alert).toBe('platform');
+  });
+
+  it('lets each alert be changed by name: the schema knows every alert the chart renders', async () => {
+    const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as {
+      properties: {
+        monitoring: {
+          properties: { prometheusRule: { properties: { alerts: { properties: object } } } };
+        };
+      };
+    };
+    const known = Object.keys(
+      schema.properties.monitoring.properties.prometheusRule.properties.alerts.properties,
+    );
+    // With pinning on, the chart renders every alert it has.
+    const all = rulesOf(
+      await renderChart({ set: [...ENABLED, 'policyValidator.policy.pinning.enabled=true'] }),
+    );
+    expect(known.sort()).toEqual(all.map((r) => r.alert).sort());
   });
 
   it('leaves Prometheus templates in the annotations to Prometheus, naming only labels the alert keeps', () => {
