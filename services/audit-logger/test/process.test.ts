@@ -483,17 +483,29 @@ describe('audit-worker process', () => {
   it('waits at start-up for a PostgreSQL that comes up after it, then serves', async () => {
     const database = await startPostgresServer();
     await database.stop();
-    const starting = startMain(
-      await tempDir(),
-      { ...quietEnv, PORT: '0', DATABASE_URL: database.url, AUDIT_DB_WAIT_S: '60' },
-      WORKER,
+    let stderr = '';
+    const starting = startServiceProcess({
+      ...mainProcess(
+        await tempDir(),
+        { ...quietEnv, PORT: '0', DATABASE_URL: database.url, AUDIT_DB_WAIT_S: '60' },
+        WORKER,
+      ),
+      onStderr: (chunk) => {
+        stderr += chunk;
+      },
+    });
+    starting.then((service) => defer(() => service.stop('SIGKILL'))).catch(() => undefined);
+    // The database comes up only once the worker has said it waits (a fixed pause was shorter
+    // than a loaded machine takes to load the worker from source).
+    await waitFor(
+      () => stderr.includes('does not take connections yet; waiting for it'),
+      'the worker to wait for PostgreSQL',
+      40_000,
     );
-    await new Promise((r) => setTimeout(r, 1_500));
     await database.start();
     const service = await starting;
     // Ready once its worker has Redis too, as any start.
     await waitFor(async () => (await fetch(`${service.url}/readyz`)).status === 200, 'readiness');
-    expect(service.stderr()).toContain('does not take connections yet; waiting for it');
   }, 90_000);
 
   it('stores what producers enqueue, serves health and metrics, and drains on SIGTERM', async () => {
