@@ -144,7 +144,8 @@ export interface LocalFleetOptions {
   readyTimeoutMs?: number;
   /**
    * Aborting it while the fleet starts stops every service started so far and rejects with
-   * an `INTERRUPTED` {@link CliError} (`fleet up` aborts it on Ctrl-C). No effect once started.
+   * an `INTERRUPTED` {@link CliError} (`TERMINATED` for SIGTERM; `fleet up` aborts it on Ctrl-C
+   * or SIGTERM). No effect once started.
    */
   signal?: AbortSignal;
 }
@@ -363,14 +364,17 @@ function readyOf(url: string, timeoutMs: number, signal?: AbortSignal): Promise<
   })();
 }
 
-/** `work`, unless `signal` aborts first: then an `INTERRUPTED` error. */
+/**
+ * `work`, unless `signal` aborts first: then an `INTERRUPTED` error (exit 130), or
+ * `TERMINATED` (143) when the signal was SIGTERM.
+ */
 function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   return unlessAborted(
     work,
     signal,
     (reason) =>
       new CliError(
-        'INTERRUPTED',
+        reason === 'SIGTERM' ? 'TERMINATED' : 'INTERRUPTED',
         `${String(reason ?? 'interrupted')} while the fleet was starting; the services started so far are stopped`,
       ),
   );
