@@ -209,35 +209,28 @@ describe('faults', () => {
     await expectTrailOf(e2e, outcomes);
   }, 240_000);
 
-  it('stores the record of every call it served when the orchestrator is stopped', async () => {
-    e2e = await startE2eFleet({ postgres: true, policy: POLICY });
-    const clients = [await connect(e2e), await connect(e2e)];
-    const stop = new AbortController();
-    const running = traffic(clients, stop.signal);
-    await sleep(1500);
+  it.each([
     // A rolling restart: SIGTERM drains (calls in flight finish, the audit buffer is flushed).
-    expect(e2e.fleet.kill('orchestrator', 'SIGTERM')).toBe(true);
-    await sleep(500);
-    stop.abort();
-    const outcomes = await running;
-    expect(outcomes.filter((o) => o.ok).length).toBeGreaterThan(10);
-    await expectTrailOf(e2e, outcomes);
-  }, 240_000);
-
-  it('stores the record of every call it served when the orchestrator is killed', async () => {
-    e2e = await startE2eFleet({ postgres: true, policy: POLICY });
-    const clients = [await connect(e2e), await connect(e2e)];
-    const stop = new AbortController();
-    const running = traffic(clients, stop.signal);
-    await sleep(1500);
-    // No drain and no flush: the records of the last calls were still waiting for their
-    // batch. They are in the write-ahead log beside the journal (AUDIT_WRITE_AHEAD, on by
-    // default), which the orchestrator the fleet restarts on the same journal replays.
-    expect(e2e.fleet.kill('orchestrator', 'SIGKILL')).toBe(true);
-    await sleep(500);
-    stop.abort();
-    const outcomes = await running;
-    expect(outcomes.filter((o) => o.ok).length).toBeGreaterThan(10);
-    await expectTrailOf(e2e, outcomes);
-  }, 240_000);
+    ['stopped', 'SIGTERM'],
+    // No drain and no flush: the records of the last calls were still waiting for their batch.
+    // They are in the write-ahead log beside the journal (AUDIT_WRITE_AHEAD, on by default),
+    // which the orchestrator the fleet restarts on the same journal replays.
+    ['killed', 'SIGKILL'],
+  ] as const)(
+    'stores the record of every call it served when the orchestrator is %s (%s)',
+    async (_, signal) => {
+      e2e = await startE2eFleet({ postgres: true, policy: POLICY });
+      const clients = [await connect(e2e), await connect(e2e)];
+      const stop = new AbortController();
+      const running = traffic(clients, stop.signal);
+      await sleep(1500);
+      expect(e2e.fleet.kill('orchestrator', signal)).toBe(true);
+      await sleep(500);
+      stop.abort();
+      const outcomes = await running;
+      expect(outcomes.filter((o) => o.ok).length).toBeGreaterThan(10);
+      await expectTrailOf(e2e, outcomes);
+    },
+    240_000,
+  );
 });
