@@ -49,7 +49,7 @@ describe('audit-logger environment', () => {
         AUDIT_BATCH_JOBS: '0',
         AUDIT_JOURNAL: '/var/lib/audit.ndjson',
         AUDIT_MAX_BUFFERED: '250',
-        AUDIT_WRITE_AHEAD: 'off',
+        AUDIT_WRITE_AHEAD: ' Off ',
         AUDIT_QUEUE: 'q',
         AUDIT_PREFIX: 'p',
         AUDIT_BATCH_SIZE: '50',

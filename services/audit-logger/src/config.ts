@@ -35,9 +35,15 @@ export const DEFAULT_AUDIT_LOGGER_JOURNAL = '.fleet/audit-logger-audit.ndjson';
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 
+// The words of core's envBoolean (the orchestrator's and policy-validator's flags), in any case.
 const flag = (fallback: boolean) =>
   z.preprocess(
-    (value) => (value === '' || value === undefined ? fallback : value),
+    (value) =>
+      value === '' || value === undefined
+        ? fallback
+        : typeof value === 'string'
+          ? value.trim().toLowerCase()
+          : value,
     z.union([
       z.boolean(),
       z.enum(['true', '1', 'yes', 'on']).transform(() => true),
