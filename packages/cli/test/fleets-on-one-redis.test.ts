@@ -57,6 +57,10 @@ afterAll(async () => {
 describe('two local fleets on one Redis', () => {
   it('each get an audit queue of their own, named in fleet.json with the config they run', () => {
     expect(a.auditQueue).toMatch(/^fleet-audit-[0-9a-f]{8}$/);
+    // The id its state directory keeps for the next start.
+    expect(a.auditQueue).toBe(
+      `fleet-audit-${readFileSync(join(a.stateDir, 'fleet-id'), 'utf8').trim()}`,
+    );
     expect(auditQueueOf(a.stateDir)).toBe(a.auditQueue);
     // What `fleet stdio` runs for this fleet: the generated config (or fleet up's --config).
     expect(readFleetState(a.stateDir)?.configPath).toBe(join(a.stateDir, 'fleet.yaml'));

@@ -1,13 +1,14 @@
 /** The local fleet's start-up checks (the full start is covered by test/e2e). */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, sourceCommand } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import { describeFleet } from '../src/commands/up.ts';
-import { FLEET_SERVICES, nodeArgs } from '../src/fleet/local-fleet.ts';
+import { FLEET_SERVICES, nodeArgs, stateDirFleetId } from '../src/fleet/local-fleet.ts';
 import { fleetCommandLine } from '../src/hints.ts';
 import { CliError, checkRedis, runProgram, startLocalFleet } from '../src/index.ts';
 import { defer, fleet, jsonServer, REPO_ROOT, runChild } from './helpers.ts';
@@ -360,5 +361,30 @@ describe('local fleet processes', () => {
         true,
       );
     }
+  });
+});
+
+describe('the fleet id of a state directory', () => {
+  const dir = (): string => {
+    const made = mkdtempSync(join(tmpdir(), 'fleet-id-'));
+    defer(() => rm(made, { recursive: true, force: true }));
+    return made;
+  };
+
+  it('is made once and kept, so the next fleet up from the directory finds its Redis keys', () => {
+    const state = dir();
+    const id = stateDirFleetId(state);
+    expect(id).toMatch(/^[0-9a-f]{8}$/);
+    expect(readFileSync(join(state, 'fleet-id'), 'utf8')).toBe(`${id}\n`);
+    expect(stateDirFleetId(state)).toBe(id);
+  });
+
+  it('differs between directories, and a damaged one is replaced', () => {
+    const [one, two] = [dir(), dir()] as [string, string];
+    expect(stateDirFleetId(one)).not.toBe(stateDirFleetId(two));
+    writeFileSync(join(one, 'fleet-id'), 'not an id\n');
+    const replaced = stateDirFleetId(one);
+    expect(replaced).toMatch(/^[0-9a-f]{8}$/);
+    expect(stateDirFleetId(one)).toBe(replaced);
   });
 });

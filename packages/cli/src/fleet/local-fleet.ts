@@ -424,6 +424,30 @@ export async function checkFleetCanStart(
   }
 }
 
+/** Where a state directory keeps the id of its fleet. */
+const FLEET_ID_FILE = 'fleet-id';
+const FLEET_ID = /^[0-9a-f]{8}$/;
+
+/**
+ * The id of the fleet of `stateDir`: the one it has kept since its first `fleet up`, or a new
+ * one (kept from now on). A fleet started again from one directory therefore finds what it
+ * left in Redis: its runtime registrations, tool pins (an approval survives a restart, and so
+ * does the detection of a tool changed while the fleet was down), PII tokens, and the audit
+ * jobs its worker had not taken yet; another directory's fleet sees none of them.
+ */
+export function stateDirFleetId(stateDir: string): string {
+  const path = join(stateDir, FLEET_ID_FILE);
+  try {
+    const kept = readFileSync(path, 'utf8').trim();
+    if (FLEET_ID.test(kept)) return kept;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ENOENT') throw error;
+  }
+  const id = randomBytes(4).toString('hex');
+  writeFileSync(path, `${id}\n`);
+  return id;
+}
+
 /** Start the whole fleet; resolves once every service is ready. */
 export async function startLocalFleet(options: LocalFleetOptions): Promise<LocalFleet> {
   const { env, stateDir, events = {}, readyTimeoutMs = 90_000, signal } = options;
@@ -442,8 +466,9 @@ export async function startLocalFleet(options: LocalFleetOptions): Promise<Local
   }
   const fleetToken = randomBytes(24).toString('base64url');
   const adminToken = env.FLEET_ADMIN_TOKEN || undefined;
-  // One id per fleet: its Redis keys and audit queue, apart from other fleets on the Redis.
-  const fleetId = randomBytes(4).toString('hex');
+  // One id per state directory: its Redis keys and audit queue, apart from other fleets on the
+  // Redis, and the same at the next start from this directory.
+  const fleetId = stateDirFleetId(stateDir);
   // Its services' Redis keys (registry, rate limits, tool pins, token vault) under one prefix.
   const keyPrefix = `fleet-up-${fleetId}`;
   const auditQueue = fleetAuditQueue(
