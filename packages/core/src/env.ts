@@ -53,9 +53,23 @@ export function envInteger(
 const TRUE_WORDS = ['true', '1', 'yes', 'on'];
 const FALSE_WORDS = ['false', '0', 'no', 'off'];
 
+/** What an on/off setting that is none of its words is told: `must be one of true, 1, ...`. */
+export const BOOLEAN_WORDS_PROBLEM = `must be one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')}`;
+
 /**
- * The on/off environment variable `name` (`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in
- * any case), or `fallback` when it is unset or empty.
+ * The value of an on/off word (`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in any case,
+ * spaces around ignored), or undefined for any other text.
+ */
+export function booleanWord(text: string): boolean | undefined {
+  const word = text.trim().toLowerCase();
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  return undefined;
+}
+
+/**
+ * The on/off environment variable `name` (a {@link booleanWord}), or `fallback` when it is
+ * unset or empty.
  * @throws {Error} naming the variable, the words it takes and what it got, for anything else.
  */
 export function envBoolean(
@@ -65,12 +79,10 @@ export function envBoolean(
 ): boolean {
   const text = env[name];
   if (text === undefined || text === '') return fallback;
-  const word = text.trim().toLowerCase();
-  if (TRUE_WORDS.includes(word)) return true;
-  if (FALSE_WORDS.includes(word)) return false;
-  throw new Error(
-    `${name} must be one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')}, got ${JSON.stringify(text.slice(0, 64))}`,
-  );
+  const value = booleanWord(text);
+  if (value === undefined)
+    throw new Error(`${name} ${BOOLEAN_WORDS_PROBLEM}, got ${JSON.stringify(text.slice(0, 64))}`);
+  return value;
 }
 
 /** The log levels a service's `LOG_LEVEL` may name (pino's, most verbose first). */

@@ -24,6 +24,8 @@ export type {
 } from './chain.ts';
 export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
 export {
+  BOOLEAN_WORDS_PROBLEM,
+  booleanWord,
   DEFAULT_REDIS_URL,
   envBoolean,
   envInteger,

@@ -10,6 +10,8 @@ import {
   DEFAULT_RETENTION_DAYS,
 } from '@fleet/audit';
 import {
+  BOOLEAN_WORDS_PROBLEM,
+  booleanWord,
   DEFAULT_REDIS_URL,
   integerProblem,
   LOG_LEVELS,
@@ -35,20 +37,16 @@ export const DEFAULT_AUDIT_LOGGER_JOURNAL = '.fleet/audit-logger-audit.ndjson';
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
 
-// The words of core's envBoolean (the orchestrator's and policy-validator's flags), in any case.
+// Core's on/off words, as the orchestrator's and policy-validator's envBoolean reads them.
 const flag = (fallback: boolean) =>
   z.preprocess(
     (value) =>
       value === '' || value === undefined
         ? fallback
         : typeof value === 'string'
-          ? value.trim().toLowerCase()
+          ? (booleanWord(value) ?? value)
           : value,
-    z.union([
-      z.boolean(),
-      z.enum(['true', '1', 'yes', 'on']).transform(() => true),
-      z.enum(['false', '0', 'no', 'off']).transform(() => false),
-    ]),
+    z.boolean({ error: BOOLEAN_WORDS_PROBLEM }),
   );
 
 /** A string that `problem` (one of core's checks) finds nothing wrong with. */
