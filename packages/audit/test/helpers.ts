@@ -11,16 +11,11 @@ import { defer } from '@fleet/test-fixtures/cleanup';
 import { deleteKeys } from '@fleet/test-fixtures/teardown';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import {
-  AUDIT_QUEUE,
-  type AuditLogger,
-  type AuditRecord,
-  createAuditRecord,
-  type LogFields,
-} from '../src/index.ts';
+import { AUDIT_QUEUE, type AuditLogger, type AuditRecord, type LogFields } from '../src/index.ts';
 
 export { freePort, startRedisServer } from '@fleet/test-fixtures/redis-server';
 export { waitFor } from '../src/testing.ts';
+export { makeRecords } from './records.ts';
 export { defer };
 
 /** The Redis every machine of this kind runs. */
@@ -67,22 +62,6 @@ export async function readJobs(
     await queue.close();
     connection.disconnect();
   }
-}
-
-/** `count` distinct, ordered records (targets `tool-<start>`, `tool-<start+1>`, ...). */
-export function makeRecords(count: number, start = 0): AuditRecord[] {
-  return Array.from({ length: count }, (_, i) =>
-    createAuditRecord({
-      kind: 'chain',
-      event: 'tools/call',
-      phase: 'request',
-      method: 'tools/call',
-      target: `tool-${start + i}`,
-      decision: 'allowed',
-      status: 'success',
-      durationMs: 1,
-    }),
-  );
 }
 
 /** One captured log line. */

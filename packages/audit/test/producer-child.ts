@@ -5,7 +5,8 @@
  *
  * Env: REDIS_URL, PREFIX, JOURNAL, COUNT, WRITE_AHEAD (`1` on).
  */
-import { createAuditProducer, createAuditRecord } from '../src/index.ts';
+import { createAuditProducer } from '../src/index.ts';
+import { makeRecords } from './records.ts';
 
 const env = process.env;
 const producer = createAuditProducer({
@@ -15,19 +16,7 @@ const producer = createAuditProducer({
   writeAhead: env.WRITE_AHEAD === '1',
   flushIntervalMs: 60_000,
 });
-// Not helpers.ts's makeRecords: the helpers load vitest, which runs only under vitest.
-const records = Array.from({ length: Number(env.COUNT ?? 10) }, (_, i) =>
-  createAuditRecord({
-    kind: 'chain',
-    event: 'tools/call',
-    phase: 'request',
-    method: 'tools/call',
-    target: `tool-${i}`,
-    decision: 'allowed',
-    status: 'success',
-    durationMs: 1,
-  }),
-);
+const records = makeRecords(Number(env.COUNT ?? 10));
 for (const record of records) producer.enqueue(record);
 process.stdout.write(
   `${JSON.stringify({ enqueued: records.map((r) => r.id), metrics: producer.metrics() })}\n`,
