@@ -10,6 +10,7 @@ import { spawnChild } from '../test/child.ts';
 import {
   captureLogger,
   defer,
+  freePort,
   makeRecords,
   readJobs,
   SHARED_REDIS_URL,
@@ -166,8 +167,10 @@ describe('audit producer with the write-ahead log', () => {
     async ({ writeAhead }) => {
       const prefix = uniquePrefix();
       const journalPath = join(await tempDir(), 'journal.ndjson');
+      // A Redis that never answers: the child's records stay in memory until the kill (with the
+      // shared one, its connection could be ready first, and the pump sends what it holds then).
       const child = spawnChild('./producer-child.ts', {
-        REDIS_URL: SHARED_REDIS_URL,
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
         PREFIX: prefix,
         JOURNAL: journalPath,
         COUNT: '25',

@@ -1,7 +1,7 @@
 /**
  * An audit producer in a child process, for the crash tests: it enqueues COUNT records that
- * wait in memory (a flush interval of a minute), prints their ids on stdout and waits to be
- * SIGKILLed.
+ * wait in memory (a flush interval of a minute, and a REDIS_URL the test makes unreachable),
+ * prints their ids on stdout and waits to be SIGKILLed.
  *
  * Env: REDIS_URL, PREFIX, JOURNAL, COUNT, WRITE_AHEAD (`1` on).
  */
