@@ -130,15 +130,25 @@ function decoded(req: IncomingMessage): Readable | undefined {
 }
 
 /**
- * Read a POST body as JSON: at most `limit` bytes (declared or counted as they arrive,
- * decoded), UTF-8 only (RFC 8259; a decoder would quietly substitute U+FFFD), any JSON
- * text (a primitive is then an invalid request, not a parse error); an empty body is `{}`.
+ * Read a POST body as JSON: `Content-Type: application/json` (else 415), at most `limit`
+ * bytes (declared or counted as they arrive, decoded), UTF-8 only (RFC 8259; a decoder would
+ * quietly substitute U+FFFD), any JSON text (a primitive is then an invalid request, not a
+ * parse error); an empty body is a parse error.
  */
 async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const tooLarge = () => new BodyError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`);
   // A larger declared length is refused first, before the media type is looked at.
   if (Number(req.headers['content-length']) > limit) throw tooLarge();
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+  const contentType = req.headers['content-type'] ?? '';
+  // Streamable HTTP bodies are JSON (as the SDK's own transport and the kit insist); a
+  // text/plain or form POST is also what a page can send cross-origin without a preflight.
+  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase();
+  if (mediaType !== 'application/json')
+    throw new BodyError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      'Unsupported Media Type: Content-Type must be application/json',
+    );
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1];
   if (charset !== undefined && !/^utf-?8$/i.test(charset))
     throw new BodyError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${charset.slice(0, 32)}"`);
   const stream = decoded(req);

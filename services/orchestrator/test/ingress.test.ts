@@ -152,6 +152,22 @@ describe('ingress guards', () => {
     expect([broken.status, broken.json.error?.code]).toEqual([400, -32700]);
   });
 
+  it('refuses a body not sent as application/json with 415 and -32600', async () => {
+    const gw = await gateway();
+    // text/plain and form bodies are what a page can send without a CORS preflight.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'text/json', '']) {
+      const res = await raw(gw.mcpUrl, JSON.stringify(INIT), { 'content-type': type });
+      expect([type, res.status, res.json.error?.code]).toEqual([type, 415, -32600]);
+      expect(res.json.error?.message).toContain('application/json');
+      // Refused before the body is read: its id is not known, so it is omitted.
+      expect(res.json).not.toHaveProperty('id');
+    }
+    for (const type of ['Application/JSON', 'application/json; charset=UTF-8']) {
+      const res = await raw(gw.mcpUrl, JSON.stringify(INIT), { 'content-type': type });
+      expect([type, res.status]).toEqual([type, 200]);
+    }
+  });
+
   it('accepts a loopback Origin and configured hosts', async () => {
     const gw = await gateway('security: {allowedHosts: ["gateway.internal"]}\n');
     expect(
