@@ -5,7 +5,7 @@
  * {@link AdminAction} (the audit trail's `admin` records): who changed the chain, and when.
  */
 import { performance } from 'node:perf_hooks';
-import { isNeverIntercepted, PhaseSchema, type Principal } from '@fleet/core';
+import { isNeverIntercepted, PhaseSchema, type Principal, withKeyHints } from '@fleet/core';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { type AdminVerdict, type AuthError, UNAVAILABLE_RETRY_AFTER_S } from './auth.ts';
@@ -58,7 +58,9 @@ function actionOf(req: Request): Pick<AdminAction, 'action' | 'method' | 'servic
   return undefined;
 }
 
-const RegisterBodySchema = z.object({
+// Strict, as the config file is: a misspelt "overides" must not register the service
+// without the overrides the operator asked for.
+const RegisterBodySchema = z.strictObject({
   url: z.url().refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }),
   token: z.string().optional(),
   overrides: z.record(z.string(), z.unknown()).optional(),
@@ -126,7 +128,8 @@ export function createAdminRouter({
     res.setHeader('www-authenticate', challenge(req, refused));
     return problem(res, refused.refusal === 'insufficient_scope' ? 403 : 401, refused.message);
   });
-  router.use(express.json({ limit: '256kb' }));
+  // Any JSON text: one that is not an object is refused by the schema, saying so.
+  router.use(express.json({ limit: '256kb', strict: false }));
   router.use(
     (error: Error & { type?: string }, _req: Request, res: Response, next: NextFunction) => {
       if (error.type === 'entity.parse.failed')
@@ -144,13 +147,15 @@ export function createAdminRouter({
 
   router.post('/services', async (req: Request, res: Response) => {
     const body = RegisterBodySchema.safeParse(req.body);
-    if (!body.success)
+    if (!body.success) {
+      const error = withKeyHints(RegisterBodySchema, body.error);
       return problem(
         res,
         400,
-        z.prettifyError(body.error),
-        body.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+        z.prettifyError(error),
+        error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
       );
+    }
     try {
       const { created, service } = await registry.register(body.data);
       res.locals.service = service.id;

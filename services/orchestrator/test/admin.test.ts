@@ -229,6 +229,40 @@ describe('admin API', () => {
     ).toEqual([]);
   });
 
+  it('refuses a misspelt body key instead of registering without what it names', async () => {
+    const service = await serveInterceptors([gate]);
+    const gw = await startGateway('', { adminToken: ADMIN });
+    // With "overides" ignored, the service would run with its own failOpen, not the operator's.
+    const res = await admin(gw.base, '/services', {
+      method: 'POST',
+      body: JSON.stringify({ url: service.url, overides: { gate: { failOpen: true } } }),
+    });
+    expect(res.status).toBe(400);
+    const { details } = (await res.json()) as { details: Array<{ path: string; message: string }> };
+    expect(details).toEqual([
+      { path: 'overides', message: expect.stringContaining('did you mean "overrides"?') },
+    ]);
+    expect(
+      ((await (await admin(gw.base, '/services')).json()) as { services: unknown[] }).services,
+    ).toEqual([]);
+  });
+
+  it.each([
+    ['null', 'null', 'expected object, received null'],
+    ['a string', '"http://127.0.0.1/mcp"', 'expected object, received string'],
+  ])(
+    'says that a body of JSON %s is not an object (not that it is not JSON)',
+    async (_what, body, message) => {
+      const gw = await startGateway('', { adminToken: ADMIN });
+      const res = await admin(gw.base, '/services', { method: 'POST', body });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        error: expect.any(String),
+        details: [{ path: '', message: expect.stringContaining(message) }],
+      });
+    },
+  );
+
   it('answers 422 for an MCP server that is not an interceptor server', async () => {
     const backend = await startHttpBackend({ name: 'plain' });
     defer(() => backend.close());
