@@ -183,6 +183,16 @@ describe('cursors and trace ids', () => {
     expect(decodeCursor(encodeCursor(cursor))).toEqual(cursor);
     for (const bad of ['', '!!', 'e30', Buffer.from('["x","y"]').toString('base64url')])
       expect(decodeCursor(bad)).toBeUndefined();
+    // The right shape, but no time a record has: PostgreSQL would misread or refuse these.
+    for (const timestamp of [
+      '1',
+      '0000-01-01T00:00:00Z',
+      '+275760-09-13T00:00:00.000Z',
+      'March 7 2025',
+    ])
+      expect(decodeCursor(encodeCursor({ timestamp, id: cursor.id }))).toBeUndefined();
+    const offset = { timestamp: '2025-06-01T13:00:00.123456+02:00', id: cursor.id };
+    expect(decodeCursor(encodeCursor(offset))).toEqual(offset);
   });
 
   it('normalise trace ids to lowercase and refuse malformed ones', () => {

@@ -9,6 +9,7 @@ import {
   type AuditKind,
   AuditKindSchema,
   type AuditRecord,
+  AuditTimestampSchema,
 } from './record.ts';
 import { isTimeBoundInRange, parseTimeBound, TIME_BOUND_RANGE_TEXT } from './time.ts';
 
@@ -100,7 +101,10 @@ export function decodeCursor(text: string): AuditCursor | undefined {
   if (!Array.isArray(value) || value.length !== 2) return undefined;
   const [timestamp, id] = value as unknown[];
   if (typeof timestamp !== 'string' || typeof id !== 'string' || !ULID.test(id)) return undefined;
-  if (Number.isNaN(Date.parse(timestamp))) return undefined;
+  // A cursor holds a stored record's timestamp, so only such a time is one: the database
+  // compares it as timestamptz, and a text it misreads or refuses ('1', year 0) would fail
+  // the query as a store error where the caller's cursor is at fault.
+  if (!AuditTimestampSchema.safeParse(timestamp).success) return undefined;
   return { timestamp, id };
 }
 

@@ -184,6 +184,15 @@ describe('GET /api/audit/records', () => {
     ['since=0000-06-01', 'since'],
     ['until=0000-01-02T00:00:00Z', 'until'],
     ['since=740000d', 'since'],
+    // Cursors of the right shape whose time is none a record has: the database would refuse
+    // or misread them (503), where the caller's parameter is at fault.
+    ...['1', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', 'March 7 2025'].map(
+      (timestamp) =>
+        [
+          `cursor=${Buffer.from(JSON.stringify([timestamp, records[0]?.id])).toString('base64url')}`,
+          'cursor',
+        ] as [string, string],
+    ),
   ])('?%s is a 400 naming %s', async (query, parameter) => {
     await expectInvalidQuery(`/api/audit/records?${query}`, parameter);
   });
