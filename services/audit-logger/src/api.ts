@@ -51,6 +51,12 @@ function badQuery(res: Response, error: AuditQueryError): void {
   fail(res, 400, { code: 'INVALID_QUERY', message: error.message, issues: error.issues });
 }
 
+function badTraceId(): AuditQueryError {
+  return new AuditQueryError([
+    { parameter: 'traceId', message: 'must be a W3C trace id: 32 hex digits, not all zero' },
+  ]);
+}
+
 /** Build the router (mount it at `/api/audit`). */
 export function createAuditApiRouter(options: AuditApiOptions): Router {
   const { store, readToken, traceUrlTemplate, logger, now = () => new Date() } = options;
@@ -93,13 +99,7 @@ export function createAuditApiRouter(options: AuditApiOptions): Router {
 
   router.get('/traces/:traceId', async (req, res, next) => {
     const traceId = normaliseTraceId(String(req.params.traceId));
-    if (traceId === undefined)
-      return badQuery(
-        res,
-        new AuditQueryError([
-          { parameter: 'traceId', message: 'must be a W3C trace id: 32 hex digits, not all zero' },
-        ]),
-      );
+    if (traceId === undefined) return badQuery(res, badTraceId());
     try {
       res.json({ traceId, records: await store.trace(traceId) });
     } catch (error) {
@@ -127,7 +127,11 @@ export function createAuditApiRouter(options: AuditApiOptions): Router {
   });
 
   // Store failures: logged with their cause, answered without internals.
-  router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  router.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // The router could not percent-decode the trace id of the path (`/traces/%ZZ`): the
+    // caller's parameter is at fault, not the store.
+    if (error instanceof URIError && req.path.startsWith('/traces/'))
+      return badQuery(res, badTraceId());
     logger.error(
       {
         err: error instanceof Error ? { name: error.name, message: error.message } : String(error),

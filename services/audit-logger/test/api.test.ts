@@ -219,6 +219,11 @@ describe('GET /api/audit/traces/:traceId', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.issues[0].parameter).toBe('traceId');
   });
+
+  it('answers a trace id that is not valid percent-encoding with a 400, not a store error', async () => {
+    await expectInvalidQuery('/api/audit/traces/%ZZ', 'traceId');
+    await expectInvalidQuery(`/api/audit/traces/${trace1.slice(0, 30)}%E0%A4`, 'traceId');
+  });
 });
 
 describe('GET /api/audit/stats', () => {
