@@ -174,6 +174,14 @@ describe('parseStatsQuery', () => {
       { parameter: 'until', message: 'must be later than since' },
     ]);
     expect(issuesOf({ since: '0m' }, parseStatsQuery).map((i) => i.parameter)).toEqual(['since']);
+    // Without since, the window starts one day back: an until not later is as empty.
+    for (const until of ['1d', '2d', '2025-05-01'])
+      expect(issuesOf({ until }, parseStatsQuery)).toEqual([
+        {
+          parameter: 'until',
+          message: 'must be later than since (default: one day back; give since as well)',
+        },
+      ]);
   });
 });
 

@@ -295,12 +295,14 @@ export function parseStatsQuery(
   const since = issues.time(params, 'since', now);
   const until = issues.time(params, 'until', now);
   // The window ends now when no until is given: a later since is as empty a window as an
-  // until before since, and /records refuses that one.
+  // until before since, and /records refuses that one. Likewise it starts one day back when
+  // no since is given: an until not later than that is the same empty (or inverted) window.
+  const defaultSince = new Date(now.getTime() - DEFAULT_STATS_WINDOW_MS);
   issues.order(since, until, now);
+  if (since === undefined && until !== undefined && until.getTime() <= defaultSince.getTime())
+    issues.add('until', 'must be later than since (default: one day back; give since as well)');
   issues.throwIfAny();
-  const result: { since: Date; until?: Date } = {
-    since: since ?? new Date(now.getTime() - DEFAULT_STATS_WINDOW_MS),
-  };
+  const result: { since: Date; until?: Date } = { since: since ?? defaultSince };
   if (until) result.until = until;
   return result;
 }

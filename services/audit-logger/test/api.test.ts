@@ -264,6 +264,10 @@ describe('GET /api/audit/stats', () => {
     // Later than now (the default until): refused like /records refuses until <= since.
     ['since=2999-01-01', 'since'],
     ['since=2999-01-01&until=2998-01-01', 'until'],
+    // Not later than the default since (one day back): the window would be empty or inverted.
+    ['until=1d', 'until'],
+    ['until=2d', 'until'],
+    ['since=&until=3d', 'until'],
   ])('?%s is a 400 naming %s', async (query, parameter) => {
     await expectInvalidQuery(`/api/audit/stats?${query}`, parameter);
   });
