@@ -106,6 +106,21 @@ limits: {maxBodyBytes: 4194304, maxResponseBytes: 1048576}
     }
   });
 
+  it('names an unset variable when the field it left empty is invalid', () => {
+    const text = 'backends:\n  - {id: a, url: "${BACKEND_URL}"}\n';
+    expect(() => parseConfig(text, {})).toThrow(ConfigError);
+    expect(() => parseConfig(text, {})).toThrow(
+      /Invalid URL \(\$\{BACKEND_URL\} is not set\)\n\s+→ at backends\[0\]\.url/,
+    );
+    // Set, the same file is fine; an unset variable in a field that may be empty is no error.
+    expect(parseConfig(text, { BACKEND_URL: 'http://a/mcp' }).backends[0]?.url).toBe(
+      'http://a/mcp',
+    );
+    expect(parseConfig('interceptors:\n  - {url: "http://a/mcp", token: "${T}"}\n', {})).toEqual(
+      expect.objectContaining({ interceptors: [expect.objectContaining({ token: '' })] }),
+    );
+  });
+
   it('reports YAML syntax errors', () => {
     expect(() => parseConfig('backends: [')).toThrow(/not valid YAML/);
   });

@@ -291,6 +291,33 @@ export function expandEnv(
   return value;
 }
 
+/** `${VAR}` without a default, as `expandVariables` reads it. */
+const BARE_VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * The variables that expanded to nothing (unset or empty, no default), by the JSON of the
+ * path of the string that named them: a field they left empty and invalid is reported
+ * with their names, not as a bare `Invalid URL`.
+ */
+function unsetVariables(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  path: PropertyKey[] = [],
+  found = new Map<string, string[]>(),
+): Map<string, string[]> {
+  if (typeof value === 'string') {
+    const names = [...value.matchAll(BARE_VARIABLE)]
+      .map((m) => m[1] as string)
+      .filter((name) => env[name] === undefined || env[name] === '');
+    if (names.length > 0) found.set(JSON.stringify(path), [...new Set(names)]);
+  } else if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) unsetVariables(v, env, [...path, i], found);
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) unsetVariables(v, env, [...path, k], found);
+  }
+  return found;
+}
+
 /** Parse a configuration document (already-loaded YAML text). @throws {ConfigError} */
 export function parseConfig(
   text: string,
@@ -303,11 +330,20 @@ export function parseConfig(
     throw new ConfigError(`FLEET_CONFIG is not valid YAML: ${(error as Error).message}`);
   }
   const parsed = OrchestratorConfigSchema.safeParse(expandEnv(raw ?? {}, env));
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid FLEET_CONFIG:\n${z.prettifyError(withKeyHints(OrchestratorConfigSchema, parsed.error))}`,
-    );
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const unset = unsetVariables(raw, env);
+  const error = new z.ZodError(
+    withKeyHints(OrchestratorConfigSchema, parsed.error).issues.map((issue) => {
+      const names = unset.get(JSON.stringify(issue.path));
+      if (names === undefined) return issue;
+      const list = names.map((name) => `\${${name}}`).join(', ');
+      return {
+        ...issue,
+        message: `${issue.message} (${list} ${names.length === 1 ? 'is' : 'are'} not set)`,
+      };
+    }),
+  );
+  throw new ConfigError(`invalid FLEET_CONFIG:\n${z.prettifyError(error)}`);
 }
 
 /** The overrides of a configured interceptor service, parsed. */
