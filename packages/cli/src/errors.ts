@@ -14,6 +14,11 @@ export const CLI_ERROR_CODES = {
   INVALID_NAME: 2,
   /** The directory to scaffold into, or the file `audit export --out` writes, exists already. */
   TARGET_EXISTS: 1,
+  /**
+   * `audit export --out` names a directory, or a file in a directory that is missing or not
+   * writable.
+   */
+  OUT_UNWRITABLE: 1,
   /** The services directory is not inside a fleet workspace. */
   NOT_A_WORKSPACE: 1,
   /** Nothing answers at the orchestrator URL (or it did not answer in time). */

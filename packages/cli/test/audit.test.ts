@@ -578,6 +578,33 @@ describe('fleet audit export', () => {
     expect(await readdir(out)).toEqual(['audit.ndjson']);
   });
 
+  it('refuses an --out it cannot write, in one line naming it, before asking the audit API', async () => {
+    const missing = join(out, 'no-such-dir', 'audit.ndjson');
+    const run = await audit(['export', ...window, '--out', missing]);
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: cannot write --out ${missing}: its directory ${join(out, 'no-such-dir')} does not exist; pick another --out\n  reason: ENOENT\n`,
+    });
+    const json = await audit(['export', ...window, '--out', missing, '--json']);
+    expect(JSON.parse(json.stderr)).toMatchObject({
+      code: 'OUT_UNWRITABLE',
+      details: { reason: 'ENOENT' },
+    });
+    // A directory is no file to replace, --force or not; it is left as it was.
+    const directory = await mkdtemp(join(out, 'a-directory-'));
+    for (const force of [[], ['--force']]) {
+      const refused = await audit(['export', ...window, '--out', directory, ...force]);
+      expect(refused).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `error: cannot write --out ${directory}: it is a directory; name a file, e.g. ${join(directory, 'audit.ndjson')}\n`,
+      });
+    }
+    expect(await readdir(directory)).toEqual([]);
+    expect((await readdir(out)).filter((name) => name.endsWith('.partial'))).toEqual([]);
+  });
+
   describe('when the audit API dies after the first page', () => {
     const record = { id: 'r1', timestamp: at(1), kind: 'chain', decision: 'allowed' };
     /** A server whose first answer is one page with a cursor; then it drops and stops. */

@@ -64,13 +64,46 @@ function fixedBound(text: string, now: Date): string {
   return date && isTimeBoundInRange(date) ? date.toISOString() : text;
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
+/** What is at `out` now: nothing, a directory or something else (a file). */
+async function outKind(out: string): Promise<'none' | 'directory' | 'file'> {
+  return stat(out).then(
+    (stats) => (stats.isDirectory() ? 'directory' : 'file'),
     (error: unknown) => {
-      if ((error as { code?: unknown }).code === 'ENOENT') return false;
-      throw error;
+      if ((error as { code?: unknown }).code === 'ENOENT') return 'none';
+      throw outUnwritable(out, error);
     },
+  );
+}
+
+/**
+ * The error for an `out` the file system does not let the export write (checked before any
+ * request, where it can be: the temporary file is made before the first page is asked for).
+ */
+function outUnwritable(out: string, error: unknown): CliError {
+  const code = (error as { code?: unknown }).code;
+  const reason = typeof code === 'string' ? code : undefined;
+  const directory = dirname(out);
+  const why =
+    reason === 'ENOENT'
+      ? `its directory ${directory} does not exist`
+      : reason === 'ENOTDIR'
+        ? `${directory} is not a directory`
+        : reason === 'EACCES' || reason === 'EPERM' || reason === 'EROFS'
+          ? `${directory} is not writable`
+          : reason === 'EISDIR'
+            ? 'it is a directory'
+            : `the file system refused it (${error instanceof Error ? error.message : String(error)})`;
+  return new CliError('OUT_UNWRITABLE', `cannot write --out ${out}: ${why}; pick another --out`, {
+    cause: error,
+    ...(reason === undefined ? {} : { details: { reason } }),
+  });
+}
+
+/** `out` when it names a directory: a file is what the export writes, `--force` or not. */
+function outIsDirectory(out: string): CliError {
+  return new CliError(
+    'OUT_UNWRITABLE',
+    `cannot write --out ${out}: it is a directory; name a file, e.g. ${join(out, 'audit.ndjson')}`,
   );
 }
 
@@ -97,7 +130,12 @@ function stdoutSink(io: CliIO): ExportSink {
 /** A temporary file beside `out` (same file system, so the move is atomic). */
 async function fileSink(out: string, force: boolean): Promise<ExportSink> {
   const temporary = join(dirname(out), `.${basename(out)}.${randomUUID().slice(0, 8)}.partial`);
-  const handle: FileHandle = await open(temporary, 'wx', 0o600);
+  let handle: FileHandle;
+  try {
+    handle = await open(temporary, 'wx', 0o600);
+  } catch (error) {
+    throw outUnwritable(out, error);
+  }
   let closed = false;
   const close = async () => {
     if (closed) return;
@@ -172,9 +210,11 @@ function interrupted(signal: unknown, written: number, sink: ExportSink): CliErr
  * start), newest first, one JSON line each. Progress goes to stderr when it is a terminal or
  * the records go to a file. Resolves with the number written.
  *
- * @throws {CliError} `TARGET_EXISTS` for an existing `out` without `force` (before any
- * request); the audit client's errors, after the first page with a message saying how many
- * records were written and that the output is incomplete (`out` is then left untouched);
+ * @throws {CliError} `TARGET_EXISTS` for an existing `out` without `force`, `OUT_UNWRITABLE`
+ * for an `out` that is a directory or whose directory does not take the temporary file (both
+ * before any request); the audit client's errors, after the first page with a message saying
+ * how many records were written and that the output is incomplete (`out` is then left
+ * untouched);
  * `INTERRUPTED` (SIGINT) or `TERMINATED` (SIGTERM) once `signal` aborts, the temporary file
  * removed.
  */
@@ -189,7 +229,11 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
     now = new Date(),
     signal,
   } = options;
-  if (out !== undefined && !force && (await exists(out))) throw outExists(out);
+  if (out !== undefined) {
+    const kind = await outKind(out);
+    if (kind === 'directory') throw outIsDirectory(out);
+    if (kind === 'file' && !force) throw outExists(out);
+  }
   const query = new URLSearchParams(options.query);
   query.set('since', fixedBound(since, now));
   query.set('until', until === undefined ? now.toISOString() : fixedBound(until, now));
@@ -230,7 +274,9 @@ export async function exportAuditRecords(options: AuditExportOptions): Promise<n
     await sink.commit();
   } catch (error) {
     await sink.discard();
-    throw error;
+    if (error instanceof CliError || out === undefined) throw error;
+    // Moved or removed under the export (a directory made at `out` meanwhile, say).
+    throw incomplete(outUnwritable(out, error), written, sink);
   }
   if (progress) io.stderr(`exported ${recordCount(written)} (${window}) to ${sink.where}\n`);
   return written;
