@@ -17,7 +17,8 @@ export interface SseEvent {
 
 /** Incremental event-stream parser. Lines end with CRLF, LF or CR. */
 export class SseParser {
-  #buffer = '';
+  /** Pieces of the line not yet ended: joined once, when its end arrives. */
+  #partial: string[] = [];
   #data: string[] = [];
   #event = '';
   #id: string | undefined;
@@ -34,28 +35,35 @@ export class SseParser {
     return this.#id;
   }
 
-  /** Feed decoded text; complete events are emitted synchronously. */
+  /**
+   * Feed decoded text; complete events are emitted synchronously. Only the new chunk is
+   * scanned: a line that spans many chunks (a multi-megabyte `data:` line) is kept as pieces,
+   * so its cost is linear in its length, not in its length times its number of chunks.
+   */
   push(chunk: string): void {
-    let text = chunk;
+    if (chunk === '') return;
     // A CR at the end of the previous chunk already ended its line; a LF right after it is
     // the second half of that CRLF, not an empty line.
-    if (this.#pendingCr && text.startsWith('\n')) text = text.slice(1);
+    let start = this.#pendingCr && chunk.charCodeAt(0) === 10 ? 1 : 0;
     this.#pendingCr = false;
-    this.#buffer += text;
-    let start = 0;
-    const buffer = this.#buffer;
-    for (let i = 0; i < buffer.length; i++) {
-      const c = buffer.charCodeAt(i);
+    for (let i = start; i < chunk.length; i++) {
+      const c = chunk.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      this.#line(buffer.slice(start, i));
+      let line = chunk.slice(start, i);
+      if (this.#partial.length > 0) {
+        this.#partial.push(line);
+        line = this.#partial.join('');
+        this.#partial = [];
+      }
+      this.#line(line);
       if (c === 13) {
-        if (i + 1 < buffer.length) {
-          if (buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 < chunk.length) {
+          if (chunk.charCodeAt(i + 1) === 10) i++;
         } else this.#pendingCr = true;
       }
       start = i + 1;
     }
-    this.#buffer = buffer.slice(start);
+    if (start < chunk.length) this.#partial.push(start === 0 ? chunk : chunk.slice(start));
   }
 
   #line(line: string): void {

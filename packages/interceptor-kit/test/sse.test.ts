@@ -73,4 +73,25 @@ describe('SseParser', () => {
       { event: 'message', data: ' café 🚀', id: undefined, retryMs: undefined },
     ]);
   });
+
+  it('reads a multi-megabyte data line fed in a thousand chunks, CRLF split at the end', () => {
+    const text = `{"text":"${'y'.repeat(4 * 1024 * 1024)}"}`;
+    const stream = `event: message\r\ndata: ${text}\r\n\r\n`;
+    const size = Math.ceil(stream.length / 1000);
+    const chunks: string[] = [];
+    for (let at = 0; at < stream.length; at += size) chunks.push(stream.slice(at, at + size));
+    // The last CRLF split across two chunks, as a 4 KiB boundary can fall.
+    const last = chunks.pop() ?? '';
+    chunks.push(last.slice(0, -1), last.slice(-1));
+    const events = feed(chunks);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data.length).toBe(text.length);
+    expect(events[0]?.data).toBe(text);
+  });
+
+  it('takes an empty chunk between a CR and its LF without seeing an empty line', () => {
+    expect(feed(['data: a\r', '', '\ndata: b\n\n'])).toEqual([
+      { event: 'message', data: 'a\nb', id: undefined, retryMs: undefined },
+    ]);
+  });
 });
