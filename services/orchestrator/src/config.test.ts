@@ -121,6 +121,20 @@ limits: {maxBodyBytes: 4194304, maxResponseBytes: 1048576}
     );
   });
 
+  it('takes numbers and booleans from a field that is one ${VAR}', () => {
+    const text =
+      'chain:\n  timeoutMs: ${T}\naudit:\n  enabled: ${E:-true}\ninterceptors:\n  - {url: "http://a/mcp", token: "${T}"}\n';
+    const config = parseConfig(text, { T: '500', E: 'false' });
+    expect([config.chain.timeoutMs, config.audit.enabled]).toEqual([500, false]);
+    // A string field stays a string, whatever the variable holds.
+    expect(config.interceptors[0]?.token).toBe('500');
+    expect(parseConfig(text, { T: '750' }).audit.enabled).toBe(true);
+    expect(() => parseConfig(text, { T: 'soon' })).toThrow(/expected number, received string/);
+    expect(() => parseConfig('chain:\n  timeoutMs: ${T}ms\n', { T: '500' })).toThrow(
+      /expected number/,
+    );
+  });
+
   it('reports YAML syntax errors', () => {
     expect(() => parseConfig('backends: [')).toThrow(/not valid YAML/);
   });

@@ -318,6 +318,50 @@ function unsetVariables(
   return found;
 }
 
+/** A string that is one `${VAR}` or `${VAR:-default}` and nothing else. */
+const WHOLE_VARIABLE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}$/;
+
+/**
+ * `expanded` with the number and boolean fields that are one `${VAR}` in `raw` converted
+ * from the strings expansion made of them (`timeoutMs: ${CHAIN_TIMEOUT_MS}`): expansion
+ * happens after YAML parsing, so `500` arrives as a string. Undefined when there is none.
+ */
+function typedVariables(raw: unknown, expanded: unknown, error: z.ZodError): unknown {
+  let copy: unknown;
+  for (const issue of error.issues) {
+    if (
+      issue.code !== 'invalid_type' ||
+      (issue.expected !== 'number' && issue.expected !== 'boolean')
+    )
+      continue;
+    const at = (root: unknown) =>
+      issue.path.reduce<unknown>(
+        (v, key) => (v as Record<PropertyKey, unknown> | undefined)?.[key],
+        root,
+      );
+    const source = at(raw);
+    if (typeof source !== 'string' || !WHOLE_VARIABLE.test(source)) continue;
+    const text = at(expanded);
+    if (typeof text !== 'string') continue;
+    const value =
+      issue.expected === 'number'
+        ? /^-?\d+(\.\d+)?$/.test(text)
+          ? Number(text)
+          : undefined
+        : text === 'true'
+          ? true
+          : text === 'false'
+            ? false
+            : undefined;
+    if (value === undefined) continue;
+    copy ??= structuredClone(expanded);
+    let parent = copy as Record<PropertyKey, unknown>;
+    for (const key of issue.path.slice(0, -1)) parent = parent[key] as Record<PropertyKey, unknown>;
+    parent[issue.path[issue.path.length - 1] as PropertyKey] = value;
+  }
+  return copy;
+}
+
 /** Parse a configuration document (already-loaded YAML text). @throws {ConfigError} */
 export function parseConfig(
   text: string,
@@ -329,7 +373,10 @@ export function parseConfig(
   } catch (error) {
     throw new ConfigError(`FLEET_CONFIG is not valid YAML: ${(error as Error).message}`);
   }
-  const parsed = OrchestratorConfigSchema.safeParse(expandEnv(raw ?? {}, env));
+  const expanded = expandEnv(raw ?? {}, env);
+  let parsed = OrchestratorConfigSchema.safeParse(expanded);
+  const typed = parsed.success ? undefined : typedVariables(raw, expanded, parsed.error);
+  if (typed !== undefined) parsed = OrchestratorConfigSchema.safeParse(typed);
   if (parsed.success) return parsed.data;
   const unset = unsetVariables(raw, env);
   const error = new z.ZodError(
