@@ -74,6 +74,19 @@ export function orchestratorUrlFromEnv(env: CliIO['env']): string | undefined {
   return fromEnv ? fromEnv : undefined;
 }
 
+/**
+ * What a URL error names: the option when it was given, else the environment variable when
+ * it was set (the user never typed the option), else the option (fleet.json, the default).
+ */
+function urlSource(
+  option: string | undefined,
+  fromEnv: string | undefined,
+  flag: string,
+  variable: string,
+): string {
+  return option === undefined && fromEnv !== undefined ? variable : flag;
+}
+
 /** Build the context the command modules share. */
 export function createCommandContext(io: CliIO): CommandContext {
   const stateDir = (command: Command): string =>
@@ -87,7 +100,8 @@ export function createCommandContext(io: CliIO): CommandContext {
       adminToken?: string;
       json?: boolean;
     }>();
-    let raw = opts.orchestrator ?? orchestratorUrlFromEnv(io.env);
+    const fromEnv = orchestratorUrlFromEnv(io.env);
+    let raw = opts.orchestrator ?? fromEnv;
     let token = opts.adminToken ?? io.env.FLEET_ADMIN_TOKEN;
     if (raw === undefined) {
       const fleet = runningFleet(command);
@@ -97,7 +111,7 @@ export function createCommandContext(io: CliIO): CommandContext {
     return {
       orchestrator: parseBaseUrl(
         raw ?? DEFAULT_ORCHESTRATOR_URL,
-        '--orchestrator',
+        urlSource(opts.orchestrator, fromEnv, '--orchestrator', 'FLEET_ORCHESTRATOR_URL'),
         DEFAULT_ORCHESTRATOR_URL,
       ),
       adminToken: token === undefined || token === '' ? undefined : token,
@@ -110,12 +124,19 @@ export function createCommandContext(io: CliIO): CommandContext {
     stateDir,
     auditUrl: ((command: Command, orDefault = true) => {
       const option = command.optsWithGlobals<{ audit?: string }>().audit;
+      const fromEnv = io.env.FLEET_AUDIT_URL?.trim() || undefined;
       const raw =
         option ??
-        (io.env.FLEET_AUDIT_URL?.trim() ||
+        (fromEnv ||
           runningFleet(command)?.urls['audit-logger'] ||
           (orDefault ? DEFAULT_AUDIT_URL : undefined));
-      return raw === undefined ? undefined : parseBaseUrl(raw, '--audit', DEFAULT_AUDIT_URL);
+      return raw === undefined
+        ? undefined
+        : parseBaseUrl(
+            raw,
+            urlSource(option, fromEnv, '--audit', 'FLEET_AUDIT_URL'),
+            DEFAULT_AUDIT_URL,
+          );
     }) as CommandContext['auditUrl'],
     admin(command) {
       const { orchestrator, adminToken } = globals(command);
@@ -136,7 +157,8 @@ export function createCommandContext(io: CliIO): CommandContext {
     },
     policy(command) {
       const option = command.optsWithGlobals<{ policy?: string }>().policy;
-      let raw = option ?? (io.env.FLEET_POLICY_URL?.trim() || undefined);
+      const fromEnv = io.env.FLEET_POLICY_URL?.trim() || undefined;
+      let raw = option ?? fromEnv;
       let token = io.env.FLEET_TOKEN || undefined;
       if (raw === undefined) {
         const fleet = runningFleet(command);
@@ -145,7 +167,11 @@ export function createCommandContext(io: CliIO): CommandContext {
         if (raw !== undefined && !token) token = fleet?.fleetToken || undefined;
       }
       return createPolicyClient({
-        baseUrl: parseBaseUrl(raw ?? DEFAULT_POLICY_URL, '--policy', DEFAULT_POLICY_URL),
+        baseUrl: parseBaseUrl(
+          raw ?? DEFAULT_POLICY_URL,
+          urlSource(option, fromEnv, '--policy', 'FLEET_POLICY_URL'),
+          DEFAULT_POLICY_URL,
+        ),
         token,
         fetch: io.fetch,
         hint: (words) => context.hint(command, words),

@@ -143,3 +143,19 @@ describe('with --json', () => {
     },
   );
 });
+
+describe('a service URL from the environment', () => {
+  it.each([
+    [['services'], 'FLEET_ORCHESTRATOR_URL', '--orchestrator'],
+    [['audit', 'query'], 'FLEET_AUDIT_URL', '--audit'],
+    [['pins'], 'FLEET_POLICY_URL', '--policy'],
+  ])('fleet %j names %s, not %s, when it is no URL (exit 2)', async (argv, variable, flag) => {
+    const run = await fleet(argv, { env: { [variable]: 'not-a-url' } });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n')[0]).toMatch(
+      new RegExp(`^error: ${variable} "not-a-url" is not a valid URL \\(e\\.g\\. http://`),
+    );
+    expect(run.stderr).not.toContain(flag);
+  });
+});
