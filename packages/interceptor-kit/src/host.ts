@@ -25,6 +25,7 @@ import {
 } from '@fleet/core';
 import type { HandlerContext, Interceptor, MutationVerdict, ValidationVerdict } from './define.ts';
 import { eventLabel } from './labels.ts';
+import { MAX_TIMER_MS } from './limits.ts';
 
 /** Options for {@link createInterceptorHost}. */
 export interface InterceptorHostOptions {
@@ -292,7 +293,8 @@ export function createInterceptorHost(
       try {
         // The verdict, or TIMEOUT when the budget runs out first.
         const verdict = await new Promise<unknown>((resolve, reject) => {
-          timer = setTimeout(() => resolve(TIMEOUT), timeoutMs);
+          // Capped: setTimeout runs a delay past 2^31-1 ms after 1 ms.
+          timer = setTimeout(() => resolve(TIMEOUT), Math.min(timeoutMs, MAX_TIMER_MS));
           // A handler that throws synchronously rejects this promise (the executor throws).
           Promise.resolve(interceptor.handler(params.payload, ctx)).then(resolve, reject);
         });

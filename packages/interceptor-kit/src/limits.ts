@@ -7,6 +7,12 @@
  */
 import { JsonRpcCode, ProtocolError } from '@fleet/core';
 
+/**
+ * The longest delay `setTimeout` keeps (2^31-1 ms, 24.8 days): Node runs a longer one after
+ * 1 ms, so budgets are capped at it (a longer one is no limit in practice).
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Default {@link InvokeLimits.maxDepth}: far above real MCP payloads, far below the stack. */
 export const DEFAULT_MAX_DEPTH = 256;
 

@@ -6,6 +6,7 @@
  * caller's CPU per exchange (bench: `pnpm --filter @fleet/interceptor-kit bench`).
  */
 import type { Dispatcher } from 'undici';
+import { MAX_TIMER_MS } from './limits.ts';
 
 /** An answer read whole. Header names are lower case. */
 export interface BufferedResponse {
@@ -92,7 +93,10 @@ export function postBuffered(
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     if (timeoutMs !== undefined)
-      timer = setTimeout(() => giveUp(new ExchangeTimeout(timeoutMs)), timeoutMs);
+      timer = setTimeout(
+        () => giveUp(new ExchangeTimeout(timeoutMs)),
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;

@@ -173,6 +173,27 @@ describe('kit service under hostile input', () => {
     }
   });
 
+  it("keeps a timeoutMs past setTimeout's 32-bit range as a long budget, not 1 ms", async () => {
+    const host = createInterceptorHost([
+      defineValidator({
+        name: 'slow',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: async () => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return allow();
+        },
+      }),
+    ]);
+    const { listener } = createInterceptorHttpApp(host, { name: 'long-budget' });
+    const listening = await listen(listener, { service: 'long-budget', announce: false });
+    defer(() => listening.close(0));
+    for (const timeoutMs of [2 ** 31 - 1, 2 ** 31, 3_000_000_000, Number.MAX_SAFE_INTEGER]) {
+      const reply = await rawPost(`${listening.url}/mcp`, invokeWith({ name: 'slow', timeoutMs }));
+      // Node runs a setTimeout over 2^31-1 ms after 1 ms: this used to time out at once.
+      expect(reply.json).toMatchObject({ id: 3, result: { interceptor: 'slow', valid: true } });
+    }
+  });
+
   it('answers concurrent requests that reuse one id, each on its own', async () => {
     const { url } = await serve();
     const replies = await Promise.all([1, 2, 3].map(() => rawPost(url, JSON.stringify(INVOKE))));

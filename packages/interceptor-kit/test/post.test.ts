@@ -142,6 +142,14 @@ describe('postBuffered', () => {
     await expect.poll(() => closed).toEqual(['slow']);
   });
 
+  it("waits out a timeoutMs past setTimeout's 32-bit range instead of giving up after 1 ms", async () => {
+    const { pool } = await server((_req, res) => {
+      setTimeout(() => res.end('late'), 50);
+    });
+    const answer = await postBuffered(pool, post('long', { timeoutMs: 3_000_000_000 }));
+    expect(answer.text).toBe('late');
+  });
+
   it('times out a request still queued for a connection without ever sending it', async () => {
     const { pool, seen, first, release } = await occupied();
     await expect(postBuffered(pool, post('queued', { timeoutMs: 50 }))).rejects.toBeInstanceOf(
