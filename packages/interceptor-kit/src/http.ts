@@ -67,6 +67,18 @@ export interface InterceptorHttpApp {
 }
 
 const MCP_PATH = '/mcp';
+
+/**
+ * Whether `url` is the MCP endpoint as express routes it (case-insensitive, one trailing slash
+ * allowed, any query): every POST it routes to `/mcp` must take the lean path, with its body
+ * limit, batch refusal and error envelopes, not only the exact spelling.
+ */
+function isMcpPath(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  const query = url.indexOf('?');
+  const path = (query === -1 ? url : url.slice(0, query)).toLowerCase();
+  return path === MCP_PATH || path === `${MCP_PATH}/`;
+}
 const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
 
 function sendJson(
@@ -481,7 +493,7 @@ export function createInterceptorHttpApp(
   };
 
   const listener: RequestListener = (req, res) => {
-    if (req.method === 'POST' && (req.url === MCP_PATH || req.url?.startsWith(`${MCP_PATH}?`))) {
+    if (req.method === 'POST' && isMcpPath(req.url)) {
       void handlePost(req, res);
       return;
     }

@@ -173,6 +173,31 @@ describe('kit service under hostile input', () => {
     }
   });
 
+  it('treats /mcp/ and /MCP as /mcp: same body limit, no batches, no null ids', async () => {
+    const host = createInterceptorHost([
+      defineValidator({
+        name: 'v',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        handler: () => allow(),
+      }),
+    ]);
+    const { listener } = createInterceptorHttpApp(host, { name: 'aliases', maxBodyBytes: 1024 });
+    const listening = await listen(listener, { service: 'aliases', announce: false });
+    defer(() => listening.close(0));
+    for (const path of ['/mcp/', '/MCP', '/Mcp/?x=1']) {
+      const url = `${listening.url}${path}`;
+      // express routes these to /mcp too; they used to reach the SDK transport, which took
+      // 4 MiB bodies and JSON-RPC batches and answered a malformed message with "id": null.
+      const big = invokeWith({ payload: 'x'.repeat(2048) });
+      expectErrorReply(await rawPost(url, big), 413, -32600);
+      const batch = JSON.stringify([LIST, { ...LIST, id: 1 }]);
+      expectErrorReply(await rawPost(url, batch), 400, -32600);
+      expectErrorReply(await rawPost(url, '{"id":1,"method":"ping"}'), 400, -32600, 1);
+      const reply = await rawPost(url, JSON.stringify(INVOKE));
+      expect(reply.json).toMatchObject({ jsonrpc: '2.0', id: 3, result: { valid: true } });
+    }
+  });
+
   it("keeps a timeoutMs past setTimeout's 32-bit range as a long budget, not 1 ms", async () => {
     const host = createInterceptorHost([
       defineValidator({
