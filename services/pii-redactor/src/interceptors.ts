@@ -150,7 +150,9 @@ async function transformRequest(
   const tool = toolOf(payload);
   const limits = engine.config.limits;
   const args = argumentsOf(payload);
-  const sent = args === undefined ? [] : collectTokens(args, limits);
+  // Walked where they sit in the payload, so an over-limit refusal names the payload's path
+  // (`arguments.a...`) and the same depth as the transform and pii-guard would.
+  const sent = args === undefined ? [] : collectTokens({ arguments: args }, limits);
   let input = payload;
   const sentBy = new Map<string, string>();
   if (sent.length > 0) {

@@ -346,6 +346,35 @@ describe('pii-redactor', () => {
     }
   });
 
+  it('names the same limit and JSON path in the request phase as pii-guard does', async () => {
+    const config = parsePiiConfigText('limits: {maxDepth: 8, maxStringBytes: 64}');
+    const vault = new RedisTokenVault(redis, { secret: 'test-hmac-key-0123456789', prefix });
+    const app = createPiiRedactorApp({ engine: () => engineFor(config, undefined), vault });
+    const small = await listen(app.listener, { service: 'pii-redactor', announce: false });
+    cleanups.push(() => small.close(100));
+    const c = new Client({ name: 'stock', version: '1.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`)));
+    cleanups.push(() => c.close());
+    const nested = (levels: number): unknown => (levels === 0 ? 'x' : { a: nested(levels - 1) });
+    const refusal = (name: string, args: unknown) =>
+      invoke(c, name, 'request', { name: 't', arguments: args }, alice).then(
+        () => undefined,
+        (e: unknown) => (e as { data?: Record<string, unknown> }).data,
+      );
+    // The path is the payload's, as in the response phase: `arguments.` first. The redactor
+    // used to measure the arguments on their own when it looked for caller-sent tokens, so it
+    // named `a.a...` and refused one level later than the guard and the response phase.
+    for (const args of [nested(6), nested(7), nested(12), { a: { b: 'y'.repeat(100) } }]) {
+      const guard = await refusal('pii-guard', args);
+      const redactor = await refusal('pii-redactor', args);
+      expect(redactor).toEqual(
+        guard === undefined ? undefined : { ...guard, name: 'pii-redactor' },
+      );
+      if (redactor !== undefined) expect(String(redactor.path)).toMatch(/^arguments\./);
+    }
+    expect(await refusal('pii-guard', nested(12))).toMatchObject({ limit: 'maxDepth', max: 8 });
+  });
+
   it('leaves no detected value in any part of a result, which stays valid for its method', async () => {
     const c = await client();
     const email = 'ada.lovelace@example.com';
