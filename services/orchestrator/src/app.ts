@@ -113,6 +113,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
           },
         },
         log,
+        { maxMessageBytes: config.limits.maxBackendMessageBytes },
       ),
   );
   gateway = new Gateway({ backends, registry, config, log, telemetry, observer: deps.observer });

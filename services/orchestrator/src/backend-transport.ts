@@ -50,7 +50,16 @@ export interface HttpBackendTransportOptions {
   headers?: Record<string, string> | undefined;
   /** Connection pool, owned by the caller (a backend keeps one across reconnects). */
   dispatcher: Agent;
+  /**
+   * Most bytes one message from the backend may take (a JSON body, or one event of a
+   * stream); past it the gateway stops reading and the request it answers fails with
+   * -32603 naming the limit. Default {@link DEFAULT_MAX_BACKEND_MESSAGE_BYTES}.
+   */
+  maxMessageBytes?: number | undefined;
 }
+
+/** Default of {@link HttpBackendTransportOptions.maxMessageBytes}: 64 MiB. */
+export const DEFAULT_MAX_BACKEND_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** `controller`, its signal without Node's listener limit. */
 function unlimited(controller: AbortController): AbortController {
@@ -121,6 +130,7 @@ export class HttpBackendTransport implements Transport {
   readonly #url: URL;
   readonly #headers: Record<string, string>;
   readonly #dispatcher: Agent;
+  readonly #maxMessageBytes: number;
   /**
    * Aborts every request in flight when the transport closes: each POST listens to it, so
    * it has as many listeners as the backend has concurrent calls (no listener limit, or
@@ -140,6 +150,7 @@ export class HttpBackendTransport implements Transport {
     this.#url = url;
     this.#headers = { ...options.headers };
     this.#dispatcher = options.dispatcher;
+    this.#maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_BACKEND_MESSAGE_BYTES;
   }
 
   async start(): Promise<void> {
@@ -325,9 +336,57 @@ export class HttpBackendTransport implements Transport {
       void this.#readStream(response.body, requestId);
       return;
     }
-    const text = await response.body.text();
+    const text = await this.#readBody(response);
+    if (text === undefined) {
+      this.#tooLarge(requestId);
+      return;
+    }
     if (requestId === undefined && text.trim() === '') return;
     this.#deliverJson(text);
+  }
+
+  /** A JSON body as text; undefined (the rest left unread) when it is over the limit. */
+  async #readBody(response: Dispatcher.ResponseData): Promise<string | undefined> {
+    const declared = Number(response.headers['content-length']);
+    if (declared > this.#maxMessageBytes) {
+      response.body.destroy();
+      return undefined;
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of response.body) {
+      bytes += (chunk as Buffer).length;
+      if (bytes > this.#maxMessageBytes) {
+        response.body.destroy();
+        return undefined;
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return chunks.length === 1
+      ? (chunks[0] as Buffer).toString('utf8')
+      : Buffer.concat(chunks).toString('utf8');
+  }
+
+  /** A message over the limit: the request it answered (if any) fails, naming the limit. */
+  #tooLarge(requestId: string | number | undefined): void {
+    const message = `the backend sent a message of more than ${this.#maxMessageBytes} bytes (limits.maxBackendMessageBytes)`;
+    if (requestId === undefined) {
+      this.onerror?.(new Error(message));
+      return;
+    }
+    this.#dispatch({
+      jsonrpc: '2.0',
+      id: requestId,
+      error: {
+        code: ErrorCode.InternalError,
+        message,
+        data: {
+          reason: 'limit_exceeded',
+          limit: 'maxBackendMessageBytes',
+          max: this.#maxMessageBytes,
+        },
+      },
+    });
   }
 
   #deliverJson(text: string): void {
@@ -376,10 +435,25 @@ export class HttpBackendTransport implements Transport {
         if (i < batch.length - 1 && 'method' in message) await Promise.resolve();
       }
     };
+    // Bytes read since an event last ended: one event may not take more than the limit.
+    let unended = 0;
     try {
       for await (const chunk of body) {
         parser.push(decoder.write(chunk as Buffer));
+        if (pending.length > 0) unended = 0;
+        else unended += (chunk as Buffer).length;
         await deliver();
+        if (unended > this.#maxMessageBytes) {
+          body.destroy();
+          if (!answered) {
+            answered = true;
+            this.#tooLarge(requestId);
+          } else
+            this.onerror?.(
+              new Error('the backend sent an event over limits.maxBackendMessageBytes'),
+            );
+          return parser.lastEventId;
+        }
       }
       parser.push(decoder.end());
       await deliver();

@@ -136,7 +136,15 @@ export class Backend {
   readonly #idempotentPolicy: IPolicy;
   readonly #http = createBackendAgent();
 
-  constructor(config: BackendConfig, hooks: BackendHooks, log: Logger) {
+  readonly #maxMessageBytes: number | undefined;
+
+  constructor(
+    config: BackendConfig,
+    hooks: BackendHooks,
+    log: Logger,
+    options: { maxMessageBytes?: number | undefined } = {},
+  ) {
+    this.#maxMessageBytes = options.maxMessageBytes;
     this.id = config.id;
     this.prefix = config.prefix;
     this.config = config;
@@ -194,7 +202,11 @@ export class Backend {
   #transport(): Transport {
     const { url, command, args, env, cwd, headers } = this.config;
     if (url !== undefined) {
-      return new HttpBackendTransport(new URL(url), { headers, dispatcher: this.#http });
+      return new HttpBackendTransport(new URL(url), {
+        headers,
+        dispatcher: this.#http,
+        maxMessageBytes: this.#maxMessageBytes,
+      });
     }
     return new StdioClientTransport({
       command: command as string,

@@ -17,6 +17,7 @@ describe('orchestrator config', () => {
     expect(config.limits).toEqual({
       maxBodyBytes: 4194304,
       maxResponseBytes: 1048576,
+      maxBackendMessageBytes: 67_108_864,
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       maxDepth: 60,

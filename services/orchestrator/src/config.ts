@@ -179,6 +179,16 @@ export const OrchestratorConfigSchema = z
           .positive()
           .default(1024 * 1024),
         /**
+         * Most bytes one message from an HTTP backend may take (a JSON body, or one event of
+         * its stream); past it the gateway stops reading, so a runaway backend cannot exhaust
+         * its memory, and the call fails with -32603 naming this limit.
+         */
+        maxBackendMessageBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .default(64 * 1024 * 1024),
+        /**
          * Longest time a client may take to send a whole request; a slower one (a slow-loris
          * body) gets HTTP 408 and its connection closed. Streams the gateway sends are not
          * limited by it.

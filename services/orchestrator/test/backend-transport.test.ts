@@ -27,7 +27,7 @@ const sse = (res: ServerResponse, message: unknown) =>
   res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
 
 /** A scripted backend: what it answers depends on the method. */
-async function scriptedBackend() {
+async function scriptedBackend(maxMessageBytes?: number) {
   const received: Received[] = [];
   const server = createServer((req, res) => {
     let text = '';
@@ -58,6 +58,26 @@ async function scriptedBackend() {
           });
         case 'number':
           return json({ jsonrpc: '2.0', id, result: 42 });
+        case 'big-json':
+          return json({ jsonrpc: '2.0', id, result: { text: 'b'.repeat(200_000) } });
+        case 'big-chunked': {
+          // No content-length: the limit has to be found while reading.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"text":"`);
+          for (let i = 0; i < 20; i++) res.write('c'.repeat(10_000));
+          return void res.end('"}}');
+        }
+        case 'big-event':
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          sse(res, {
+            jsonrpc: '2.0',
+            method: 'notifications/message',
+            params: { level: 'info', data: 'before the big one' },
+          });
+          // One event written in pieces, never ended: the backend would go on for ever.
+          res.write('event: message\ndata: {"jsonrpc":"2.0","result":{"text":"');
+          for (let i = 0; i < 20; i++) res.write('d'.repeat(10_000));
+          return;
         case 'stream':
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           sse(res, {
@@ -105,6 +125,7 @@ async function scriptedBackend() {
   const transport = new HttpBackendTransport(new URL(`${base}/mcp`), {
     headers: { 'x-configured': 'yes' },
     dispatcher: agent,
+    maxMessageBytes,
   });
   const others: JSONRPCMessage[] = [];
   transport.onmessage = (m) => others.push(m);
@@ -234,5 +255,25 @@ describe('HttpBackendTransport.call', () => {
     expect(headers['x-configured']).toBe('yes');
     expect(headers.traceparent).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
     expect(context.active()).toBe(ROOT_CONTEXT);
+  });
+
+  it('fails a call whose answer is over maxMessageBytes (JSON, chunked, one event)', async () => {
+    const { transport, others } = await scriptedBackend(64 * 1024);
+    for (const method of ['big-json', 'big-chunked', 'big-event']) {
+      const error = await transport.call(method, undefined, { timeoutMs: 5_000 }).catch((e) => e);
+      expect(error, method).toBeInstanceOf(McpError);
+      expect(error, method).toMatchObject({
+        code: ErrorCode.InternalError,
+        data: { reason: 'limit_exceeded', limit: 'maxBackendMessageBytes', max: 65536 },
+      });
+      expect(error.message).toContain('more than 65536 bytes');
+    }
+    // What came before the oversized event still arrived; the transport goes on serving.
+    expect(others).toContainEqual(
+      expect.objectContaining({ params: { level: 'info', data: 'before the big one' } }),
+    );
+    expect(await transport.call('echo', { a: 2 }, { timeoutMs: 5_000 })).toEqual({
+      echoed: { a: 2 },
+    });
   });
 });

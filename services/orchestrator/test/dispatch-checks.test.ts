@@ -2,7 +2,8 @@
  * Dispatch checks through a real gateway and a real fixture backend: tools/call arguments
  * validated against the tool's inputSchema before any interceptor or the backend sees them
  * (with the schema cache filled by tools/list and refreshed on list_changed), and result
- * text clamped to `limits.maxResponseBytes` on a character boundary.
+ * text clamped to `limits.maxResponseBytes` on a character boundary, and a backend message
+ * over `limits.maxBackendMessageBytes` refused without being read whole.
  */
 import { allow, defineValidator } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
@@ -199,5 +200,20 @@ describe('result clamping', () => {
       { type: 'text', text: 'item 2' },
       { type: 'text', text: 'item 3' },
     ]);
+  });
+});
+
+describe('backend message limit', () => {
+  it('fails a call whose backend answer is over maxBackendMessageBytes, and serves the next', async () => {
+    const { client } = await setup('limits: {maxBackendMessageBytes: 65536}\n');
+    // The fixture's echo answers in one SSE event, its text over the limit.
+    const error = await rpcError(
+      client.callTool({ name: 'echo', arguments: { text: 'z'.repeat(70_000) } }),
+    );
+    expect(error.code).toBe(-32603);
+    expect(error.message).toContain('more than 65536 bytes (limits.maxBackendMessageBytes)');
+    expect(error.data).toMatchObject({ limit: 'maxBackendMessageBytes', max: 65536 });
+    const small = await client.callTool({ name: 'echo', arguments: { text: 'z'.repeat(20_000) } });
+    expect(textOf(small)).toBe(`[fx] ${'z'.repeat(20_000)}`);
   });
 });
