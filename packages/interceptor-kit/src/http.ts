@@ -202,6 +202,55 @@ export function requireBearer(token: string | undefined): RequestHandler {
   };
 }
 
+/** Host names of this machine's loopback interface, as a Host header or an Origin gives them. */
+function isLoopbackName(hostname: string): boolean {
+  const name = hostname.toLowerCase();
+  return (
+    name === 'localhost' ||
+    name === '[::1]' ||
+    name === '::1' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
+  );
+}
+
+/** The host name of a Host header (`[::1]:8081` → `[::1]`, `localhost:8081` → `localhost`). */
+function hostnameOf(host: string): string {
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  return host.split(':')[0] ?? '';
+}
+
+function isLoopbackAddress(address: string | undefined): boolean {
+  return (
+    address !== undefined &&
+    (address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.'))
+  );
+}
+
+/**
+ * The DNS-rebinding check (MCP Streamable HTTP: a server must refuse a foreign `Origin` with
+ * 403): why `req` is refused, or undefined. An `Origin` header (browsers send one; the
+ * orchestrator and SDK clients do not) must be a loopback origin. On a connection that
+ * arrived on a loopback address the `Host` must name loopback too, so a page whose name was
+ * rebound to 127.0.0.1 cannot reach the service. Elsewhere (a pod IP, `HOST=0.0.0.0`) any
+ * Host is served: callers there use names of their own.
+ */
+function rebindingProblem(req: IncomingMessage): string | undefined {
+  const { origin, host } = req.headers;
+  if (origin !== undefined) {
+    let ok = false;
+    try {
+      ok = isLoopbackName(new URL(origin).hostname);
+    } catch {
+      ok = false;
+    }
+    if (!ok) return `Forbidden: Origin "${origin}" is not allowed`;
+  }
+  if (host !== undefined && isLoopbackAddress(req.socket.localAddress)) {
+    if (!isLoopbackName(hostnameOf(host))) return `Forbidden: Host "${host}" is not allowed`;
+  }
+  return undefined;
+}
+
 function acceptsJson(accept: string | undefined): boolean {
   if (accept === undefined || accept === '') return true;
   return accept.includes('application/json') || accept.includes('*/*');
@@ -493,6 +542,11 @@ export function createInterceptorHttpApp(
   };
 
   const listener: RequestListener = (req, res) => {
+    const forbidden = rebindingProblem(req);
+    if (forbidden !== undefined) {
+      if (isMcpPath(req.url)) return sendError(res, 'FORBIDDEN', forbidden);
+      return sendJson(res, 403, { error: { code: 'FORBIDDEN', message: forbidden } });
+    }
     if (req.method === 'POST' && isMcpPath(req.url)) {
       void handlePost(req, res);
       return;
