@@ -109,3 +109,23 @@ describe('an empty option value', () => {
     expect(run.stderr).toContain(message);
   });
 });
+
+describe('a port fetch refuses', () => {
+  // fetch will not connect to these: every command would say "cannot reach" with no reason.
+  it.each([
+    [['up', '--port', '6000'], '--port 6000: port 6000 is one fetch refuses to connect to'],
+    [
+      ['--orchestrator', 'http://127.0.0.1:6665', 'services'],
+      '--orchestrator "http://127.0.0.1:6665": port 6665 is one fetch refuses to connect to',
+    ],
+    [
+      ['audit', 'query', '--audit', 'http://localhost:10080/'],
+      '--audit "http://localhost:10080/": port 10080 is one fetch refuses to connect to',
+    ],
+  ])('fleet %j is refused as a usage error (exit 2), naming the port', async (argv, message) => {
+    const run = await fleet(argv, { env: { REDIS_URL: 'redis://127.0.0.1:9' } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { type CommandContext, stateDirOption } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { checkFleetCanStart, type FleetService, startLocalFleet } from '../fleet/local-fleet.ts';
+import { fetchRefusesPort } from '../http-url.ts';
 import { nonEmpty } from '../option-values.ts';
 
 /**
@@ -71,6 +72,12 @@ export function addUpCommand(program: Command, context: CommandContext): Command
         const port = /^\d{1,5}$/.test(options.port.trim()) ? Number(options.port) : Number.NaN;
         if (!(port >= 0 && port <= 65535))
           throw new CliError('USAGE', `--port must be 0..65535, got "${options.port}"`);
+        const refused = fetchRefusesPort(port);
+        if (refused)
+          throw new CliError(
+            'USAGE',
+            `--port ${port}: ${refused}, so the other fleet commands and web clients could not reach the gateway; use another port`,
+          );
         const json = context.globals(command).json;
         const say = (text: string) => {
           if (!json) io.stdout(text);
