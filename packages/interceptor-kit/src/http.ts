@@ -251,9 +251,13 @@ function rebindingProblem(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
+/** Media types are case-insensitive (RFC 9110 §8.3.1); the `application/*` and any-type wildcards take JSON. */
 function acceptsJson(accept: string | undefined): boolean {
   if (accept === undefined || accept === '') return true;
-  return accept.includes('application/json') || accept.includes('*/*');
+  const types = accept.toLowerCase();
+  return (
+    types.includes('application/json') || types.includes('application/*') || types.includes('*/*')
+  );
 }
 
 /**
@@ -375,7 +379,7 @@ export function createInterceptorHttpApp(
 
   const handlePost = async (req: IncomingMessage, res: ServerResponse) => {
     if (!bearerMatches(req.headers.authorization, token)) return unauthorized(res);
-    const contentType = req.headers['content-type'] ?? '';
+    const contentType = (req.headers['content-type'] ?? '').toLowerCase();
     if (!contentType.includes('application/json')) {
       return sendError(
         res,

@@ -219,6 +219,31 @@ describe('kit service under hostile input', () => {
     }
   });
 
+  it('reads Content-Type and Accept media types in any case, and application/* as JSON', async () => {
+    const { url } = await serve();
+    // RFC 9110 §8.3.1: type and subtype are case-insensitive; these were answered 415 / 406.
+    const variants: Array<Record<string, string>> = [
+      { 'content-type': 'Application/JSON' },
+      { 'content-type': 'APPLICATION/JSON; charset=UTF-8' },
+      { accept: 'Application/Json' },
+      { accept: 'application/*' },
+    ];
+    for (const headers of variants) {
+      const reply = await rawPost(url, JSON.stringify(INVOKE), headers);
+      expect(reply.json).toMatchObject({ id: 3, result: { valid: true } });
+    }
+    expectErrorReply(
+      await rawPost(url, JSON.stringify(INVOKE), { 'content-type': 'text/plain' }),
+      415,
+      -32600,
+    );
+    expectErrorReply(
+      await rawPost(url, JSON.stringify(INVOKE), { accept: 'text/html' }),
+      406,
+      -32600,
+    );
+  });
+
   it('answers concurrent requests that reuse one id, each on its own', async () => {
     const { url } = await serve();
     const replies = await Promise.all([1, 2, 3].map(() => rawPost(url, JSON.stringify(INVOKE))));
