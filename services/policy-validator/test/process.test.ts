@@ -280,7 +280,8 @@ describe('policy-validator process', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+    // Four cold starts from source: ~10 s on a quiet machine, twice that under load.
+  }, 60_000);
 
   it('refuses to start, in one line naming AUDIT_JOURNAL, when its directory cannot be created', async () => {
     // The producer started without a journal it could not lock, only logging it: approvals
@@ -288,7 +289,8 @@ describe('policy-validator process', () => {
     const error = await startServiceProcess({
       ...sourceCommand(MAIN),
       env: { PORT: '0', AUDIT_JOURNAL: '/proc/nope/audit.ndjson' },
-      readyTimeoutMs: 10_000,
+      // A cold start from source takes ~2.5 s here, and over 10 s on a loaded machine.
+      readyTimeoutMs: 30_000,
     }).catch((e: unknown) => String(e));
     expect(error).toContain('exited before its start-up line (code 1');
     // Nothing else on stderr; the failed mkdir is ENOENT as root, EACCES for others.
