@@ -4,6 +4,7 @@
  * {@link CliError} of its own codes through {@link serviceFailure}, which words them alike.
  */
 import { CliError, type CliErrorCode } from './errors.ts';
+import { fetchRefusesPort } from './http-url.ts';
 
 /** Why an exchange gave no JSON answer. */
 export type ExchangeFailure =
@@ -88,10 +89,17 @@ const NOTHING_LISTENS_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_SOCKET',
 ]);
 
+/** The port of `baseUrl` (its scheme's default when it names none). */
+function portOf(baseUrl: string): number {
+  const url = new URL(baseUrl);
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+}
+
 /**
  * The error for an {@link ExchangeFailure} of `api` at `baseUrl` (the admin, audit and policy
  * clients word them alike); `startHint` is how to start the fleet, as the CLI was launched.
- * The system error behind a failed request, if any, is its `details.reason`.
+ * The system error behind a failed request, if any, is its `details.reason` (`BAD_PORT` for a
+ * port fetch refuses to connect to).
  */
 export function serviceFailure(
   failure: ExchangeFailure,
@@ -106,6 +114,13 @@ export function serviceFailure(
       { status: failure.status },
     );
   const code = failure.kind === 'unreachable' ? failure.code : causeCode(failure.error);
+  const badPort = failure.kind === 'unreachable' ? fetchRefusesPort(portOf(baseUrl)) : undefined;
+  if (badPort)
+    return new CliError(
+      api.unreachableCode,
+      `cannot reach ${api.name} at ${baseUrl}: ${badPort}; use another port`,
+      { cause: failure.error, details: { reason: 'BAD_PORT' } },
+    );
   const message =
     failure.kind === 'timeout'
       ? `${api.name} at ${baseUrl} did not answer within ${timeoutMs} ms`

@@ -38,7 +38,11 @@ const FETCH_BAD_PORTS: ReadonlySet<number> = new Set([
   6669, 6679, 6697, 10080,
 ]);
 
-/** Why `fetch` (so the CLI, and browsers) cannot reach `port`, or undefined when it can. */
+/**
+ * Why `fetch` (so the CLI, and browsers) cannot reach `port`, or undefined when it can. A
+ * URL on such a port is not refused when given (tests and scripts use port 1 for "never
+ * asked"); a request that fails there says why instead of "is the fleet running?".
+ */
 export function fetchRefusesPort(port: number): string | undefined {
   return FETCH_BAD_PORTS.has(port)
     ? `port ${port} is one fetch refuses to connect to (a "bad port" in the Fetch standard)`
@@ -48,13 +52,10 @@ export function fetchRefusesPort(port: number): string | undefined {
 /**
  * A service's base URL from `raw`, without a trailing slash. The MCP endpoint `fleet up`
  * prints (`<base>/mcp`) is taken for its base, since that is the URL users have at hand.
- * @throws {CliError} `USAGE` for anything but an http(s) URL with a host, or one with a query
- *   or on a port fetch refuses.
+ * @throws {CliError} `USAGE` for anything but an http(s) URL with a host, or one with a query.
  */
 export function parseBaseUrl(raw: string, option: string, example: string): string {
   const url = parseHttpUrl(raw, option, example);
-  const refused = url.port === '' ? undefined : fetchRefusesPort(Number(url.port));
-  if (refused) throw new CliError('USAGE', `${option} "${raw}": ${refused}; use another port`);
   if (url.search !== '' || url.hash !== '')
     throw new CliError(
       'USAGE',

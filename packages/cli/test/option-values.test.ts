@@ -111,21 +111,32 @@ describe('an empty option value', () => {
 });
 
 describe('a port fetch refuses', () => {
-  // fetch will not connect to these: every command would say "cannot reach" with no reason.
+  // fetch will not connect to these (the Fetch standard's bad ports): every command said
+  // "cannot reach ... is the fleet running?" with no reason.
+  it('fleet up --port on one is a usage error naming the port (exit 2)', async () => {
+    const run = await fleet(['up', '--port', '6000'], {
+      env: { REDIS_URL: 'redis://127.0.0.1:9' },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      'error: --port 6000: port 6000 is one fetch refuses to connect to (a "bad port" in the Fetch standard), so the other fleet commands and web clients could not reach the gateway; use another port\n',
+    );
+  });
+
   it.each([
-    [['up', '--port', '6000'], '--port 6000: port 6000 is one fetch refuses to connect to'],
     [
-      ['--orchestrator', 'http://127.0.0.1:6665', 'services'],
-      '--orchestrator "http://127.0.0.1:6665": port 6665 is one fetch refuses to connect to',
+      ['services', '--orchestrator', 'http://127.0.0.1:6665'],
+      'the orchestrator at http://127.0.0.1:6665',
     ],
     [
       ['audit', 'query', '--audit', 'http://localhost:10080/'],
-      '--audit "http://localhost:10080/": port 10080 is one fetch refuses to connect to',
+      'the audit API at http://localhost:10080',
     ],
-  ])('fleet %j is refused as a usage error (exit 2), naming the port', async (argv, message) => {
-    const run = await fleet(argv, { env: { REDIS_URL: 'redis://127.0.0.1:9' } });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain(message);
-    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  ])('fleet %j says the port is why it cannot reach the service (exit 1)', async (argv, what) => {
+    const run = await fleet(argv);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`error: cannot reach ${what}: port `);
+    expect(run.stderr).toContain('is one fetch refuses to connect to');
+    expect(run.stderr).not.toContain('is the fleet running');
   });
 });
