@@ -52,6 +52,17 @@ export interface InterceptorHttpOptions extends ServerIdentity, InvokeLimits {
   /** Extra routes (e.g. `/metrics`) mounted before the MCP endpoint. */
   extend?: (app: Express) => void;
   /**
+   * Host names (as in a `Host` header, without the port) served on a loopback connection
+   * besides loopback ones, e.g. the Service name a mesh sidecar forwards with. Default: the
+   * comma-separated `ALLOWED_HOSTS` environment variable.
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins (`https://console.example.com`) served besides loopback ones. Default: the
+   * comma-separated `ALLOWED_ORIGINS` environment variable.
+   */
+  allowedOrigins?: readonly string[];
+  /**
    * Where answers that cannot be sent are logged (never with the payload). Default: a pino
    * logger named after the service, made on first use.
    */
@@ -234,9 +245,12 @@ function isLoopbackAddress(address: string | undefined): boolean {
  * rebound to 127.0.0.1 cannot reach the service. Elsewhere (a pod IP, `HOST=0.0.0.0`) any
  * Host is served: callers there use names of their own.
  */
-function rebindingProblem(req: IncomingMessage): string | undefined {
+function rebindingProblem(
+  req: IncomingMessage,
+  allowed: { hosts: ReadonlySet<string>; origins: ReadonlySet<string> },
+): string | undefined {
   const { origin, host } = req.headers;
-  if (origin !== undefined) {
+  if (origin !== undefined && !allowed.origins.has(origin.toLowerCase())) {
     let ok = false;
     try {
       ok = isLoopbackName(new URL(origin).hostname);
@@ -246,9 +260,24 @@ function rebindingProblem(req: IncomingMessage): string | undefined {
     if (!ok) return `Forbidden: Origin "${origin}" is not allowed`;
   }
   if (host !== undefined && isLoopbackAddress(req.socket.localAddress)) {
-    if (!isLoopbackName(hostnameOf(host))) return `Forbidden: Host "${host}" is not allowed`;
+    const name = hostnameOf(host);
+    if (!isLoopbackName(name) && !allowed.hosts.has(name.toLowerCase()))
+      return `Forbidden: Host "${host}" is not allowed`;
   }
   return undefined;
+}
+
+/** A comma-separated list from the environment, trimmed, lower-cased, without empty items. */
+function envList(name: string): string[] {
+  return (process.env[name] ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+/** `items` as a set of lower-cased strings (an origin without its trailing slash). */
+function lowerSet(items: readonly string[]): ReadonlySet<string> {
+  return new Set(items.map((item) => item.toLowerCase().replace(/\/+$/, '')));
 }
 
 /** Media types are case-insensitive (RFC 9110 §8.3.1); the `application/*` and any-type wildcards take JSON. */
@@ -268,6 +297,10 @@ export function createInterceptorHttpApp(
   options: InterceptorHttpOptions,
 ): InterceptorHttpApp {
   const { token, maxBodyBytes = DEFAULT_MAX_BODY, ready } = options;
+  const allowed = {
+    hosts: lowerSet(options.allowedHosts ?? envList('ALLOWED_HOSTS')),
+    origins: lowerSet(options.allowedOrigins ?? envList('ALLOWED_ORIGINS')),
+  };
   const maxDepth = resolveMaxDepth(options.maxDepth);
   let log = options.logger;
   const logger = (): Logger => {
@@ -546,7 +579,7 @@ export function createInterceptorHttpApp(
   };
 
   const listener: RequestListener = (req, res) => {
-    const forbidden = rebindingProblem(req);
+    const forbidden = rebindingProblem(req, allowed);
     if (forbidden !== undefined) {
       if (isMcpPath(req.url)) return sendError(res, 'FORBIDDEN', forbidden);
       return sendJson(res, 403, { error: { code: 'FORBIDDEN', message: forbidden } });

@@ -23,7 +23,10 @@ const INVOKE = {
 };
 
 /** A kit service with one validator and a `/status` route of its own, on `host`. */
-async function serve(host = '127.0.0.1') {
+async function serve(
+  host = '127.0.0.1',
+  allowList?: { allowedHosts?: string[]; allowedOrigins?: string[] },
+) {
   const interceptors = createInterceptorHost([
     defineValidator({
       name: 'v',
@@ -33,6 +36,7 @@ async function serve(host = '127.0.0.1') {
   ]);
   const { listener } = createInterceptorHttpApp(interceptors, {
     name: 'rebinding',
+    ...allowList,
     extend: (app) => app.get('/status', (_req, res) => res.json({ ok: true })),
   });
   const listening = await listen(listener, { service: 'rebinding', host, announce: false });
@@ -75,6 +79,44 @@ describe('a kit service on loopback', () => {
       const reply = await rawPost(`${url}/mcp`, INVOKE, { host });
       expect(reply.json).toMatchObject({ id: 3, result: { valid: true } });
     }
+  });
+});
+
+describe('allowed hosts and origins', () => {
+  it('serves the Host names and Origins it is given, and still refuses others', async () => {
+    const { url, port } = await serve('127.0.0.1', {
+      allowedHosts: ['Pii-Redactor.fleet.svc'],
+      allowedOrigins: ['https://console.example.com/'],
+    });
+    for (const headers of [
+      { host: `pii-redactor.fleet.svc:${port}` } as Record<string, string>,
+      { host: 'PII-REDACTOR.FLEET.SVC' },
+      { origin: 'https://console.example.com' },
+    ]) {
+      const reply = await rawPost(`${url}/mcp`, INVOKE, headers);
+      expect(reply.json, JSON.stringify(headers)).toMatchObject({ id: 3, result: { valid: true } });
+    }
+    for (const headers of [
+      { host: `other.fleet.svc:${port}` } as Record<string, string>,
+      { origin: 'https://console.example.com:8443' },
+      { origin: 'http://console.example.com' },
+    ])
+      expectErrorReply(await rawPost(`${url}/mcp`, INVOKE, headers), 403, -32600);
+  });
+
+  it('reads ALLOWED_HOSTS and ALLOWED_ORIGINS when not given them', async () => {
+    process.env.ALLOWED_HOSTS = ' gw.internal , ';
+    process.env.ALLOWED_ORIGINS = 'https://console.example.com';
+    defer(async () => {
+      delete process.env.ALLOWED_HOSTS;
+      delete process.env.ALLOWED_ORIGINS;
+    });
+    const { url } = await serve();
+    const byHost = await rawPost(`${url}/mcp`, INVOKE, { host: 'gw.internal' });
+    expect(byHost.json).toMatchObject({ id: 3, result: { valid: true } });
+    const byOrigin = await rawPost(`${url}/mcp`, INVOKE, { origin: 'https://console.example.com' });
+    expect(byOrigin.json).toMatchObject({ id: 3, result: { valid: true } });
+    expectErrorReply(await rawPost(`${url}/mcp`, INVOKE, { host: 'evil.example' }), 403, -32600);
   });
 });
 
