@@ -267,7 +267,7 @@ function rebindingProblem(
   return undefined;
 }
 
-/** A comma-separated list from the environment, trimmed, lower-cased, without empty items. */
+/** A comma-separated list from the environment, trimmed, without empty items. */
 function envList(name: string): string[] {
   return (process.env[name] ?? '')
     .split(',')

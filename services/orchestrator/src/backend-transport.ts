@@ -445,13 +445,9 @@ export class HttpBackendTransport implements Transport {
         await deliver();
         if (unended > this.#maxMessageBytes) {
           body.destroy();
-          if (!answered) {
-            answered = true;
-            this.#tooLarge(requestId);
-          } else
-            this.onerror?.(
-              new Error('the backend sent an event over limits.maxBackendMessageBytes'),
-            );
+          // The request this stream answers fails; past its answer (or on the GET stream) the
+          // oversized event is only reported.
+          this.#tooLarge(answered ? undefined : requestId);
           return parser.lastEventId;
         }
       }
