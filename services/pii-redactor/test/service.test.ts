@@ -318,7 +318,8 @@ describe('pii-redactor', () => {
     ).toBe(false);
   });
 
-  it('refuses a payload over the engine limits with -32602 naming the interceptor', async () => {
+  /** A stock client of a pii-redactor with small engine limits (depth 8, 64-byte strings). */
+  async function smallLimitsClient(): Promise<Client> {
     const config = parsePiiConfigText('limits: {maxDepth: 8, maxStringBytes: 64}');
     const vault = new RedisTokenVault(redis, { secret: 'test-hmac-key-0123456789', prefix });
     const app = createPiiRedactorApp({ engine: () => engineFor(config, undefined), vault });
@@ -327,6 +328,11 @@ describe('pii-redactor', () => {
     const c = new Client({ name: 'stock', version: '1.0.0' });
     await c.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`)));
     cleanups.push(() => c.close());
+    return c;
+  }
+
+  it('refuses a payload over the engine limits with -32602 naming the interceptor', async () => {
+    const c = await smallLimitsClient();
     const long = { content: [{ type: 'text', text: 'x'.repeat(100) }] };
     for (const name of ['pii-redactor', 'pii-guard'] as const) {
       const phase = name === 'pii-guard' ? 'request' : 'response';
@@ -347,14 +353,7 @@ describe('pii-redactor', () => {
   });
 
   it('names the same limit and JSON path in the request phase as pii-guard does', async () => {
-    const config = parsePiiConfigText('limits: {maxDepth: 8, maxStringBytes: 64}');
-    const vault = new RedisTokenVault(redis, { secret: 'test-hmac-key-0123456789', prefix });
-    const app = createPiiRedactorApp({ engine: () => engineFor(config, undefined), vault });
-    const small = await listen(app.listener, { service: 'pii-redactor', announce: false });
-    cleanups.push(() => small.close(100));
-    const c = new Client({ name: 'stock', version: '1.0.0' });
-    await c.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`)));
-    cleanups.push(() => c.close());
+    const c = await smallLimitsClient();
     const nested = (levels: number): unknown => (levels === 0 ? 'x' : { a: nested(levels - 1) });
     const refusal = (name: string, args: unknown) =>
       invoke(c, name, 'request', { name: 't', arguments: args }, alice).then(
