@@ -39,6 +39,7 @@ import { eventLabel, interceptorLabel, phaseLabel } from './labels.ts';
 import { checkInvokeDepth, type InvokeLimits, resolveMaxDepth } from './limits.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createInterceptorMcpServer, type ServerIdentity } from './mcp-server.ts';
+import { rebindingGuard } from './rebinding.ts';
 import { withServerSpan } from './trace.ts';
 
 /** Options for {@link createInterceptorHttpApp}. */
@@ -52,7 +53,7 @@ export interface InterceptorHttpOptions extends ServerIdentity, InvokeLimits {
   /** Extra routes (e.g. `/metrics`) mounted before the MCP endpoint. */
   extend?: (app: Express) => void;
   /**
-   * Host names (as in a `Host` header, without the port) served on a loopback connection
+   * Hosts (as in a `Host` header, with or without the port) served on a loopback connection
    * besides loopback ones, e.g. the Service name a mesh sidecar forwards with. Default: the
    * comma-separated `ALLOWED_HOSTS` environment variable.
    */
@@ -213,71 +214,12 @@ export function requireBearer(token: string | undefined): RequestHandler {
   };
 }
 
-/** Host names of this machine's loopback interface, as a Host header or an Origin gives them. */
-function isLoopbackName(hostname: string): boolean {
-  const name = hostname.toLowerCase();
-  return (
-    name === 'localhost' ||
-    name === '[::1]' ||
-    name === '::1' ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
-  );
-}
-
-/** The host name of a Host header (`[::1]:8081` → `[::1]`, `localhost:8081` → `localhost`). */
-function hostnameOf(host: string): string {
-  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
-  return host.split(':')[0] ?? '';
-}
-
-function isLoopbackAddress(address: string | undefined): boolean {
-  return (
-    address !== undefined &&
-    (address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.'))
-  );
-}
-
-/**
- * The DNS-rebinding check (MCP Streamable HTTP: a server must refuse a foreign `Origin` with
- * 403): why `req` is refused, or undefined. An `Origin` header (browsers send one; the
- * orchestrator and SDK clients do not) must be a loopback origin. On a connection that
- * arrived on a loopback address the `Host` must name loopback too, so a page whose name was
- * rebound to 127.0.0.1 cannot reach the service. Elsewhere (a pod IP, `HOST=0.0.0.0`) any
- * Host is served: callers there use names of their own.
- */
-function rebindingProblem(
-  req: IncomingMessage,
-  allowed: { hosts: ReadonlySet<string>; origins: ReadonlySet<string> },
-): string | undefined {
-  const { origin, host } = req.headers;
-  if (origin !== undefined && !allowed.origins.has(origin.toLowerCase())) {
-    let ok = false;
-    try {
-      ok = isLoopbackName(new URL(origin).hostname);
-    } catch {
-      ok = false;
-    }
-    if (!ok) return `Forbidden: Origin "${origin}" is not allowed`;
-  }
-  if (host !== undefined && isLoopbackAddress(req.socket.localAddress)) {
-    const name = hostnameOf(host);
-    if (!isLoopbackName(name) && !allowed.hosts.has(name.toLowerCase()))
-      return `Forbidden: Host "${host}" is not allowed`;
-  }
-  return undefined;
-}
-
 /** A comma-separated list from the environment, trimmed, without empty items. */
 function envList(name: string): string[] {
   return (process.env[name] ?? '')
     .split(',')
     .map((item) => item.trim())
     .filter(Boolean);
-}
-
-/** `items` as a set of lower-cased strings (an origin without its trailing slash). */
-function lowerSet(items: readonly string[]): ReadonlySet<string> {
-  return new Set(items.map((item) => item.toLowerCase().replace(/\/+$/, '')));
 }
 
 /** Media types are case-insensitive (RFC 9110 §8.3.1); the `application/*` and any-type wildcards take JSON. */
@@ -297,10 +239,13 @@ export function createInterceptorHttpApp(
   options: InterceptorHttpOptions,
 ): InterceptorHttpApp {
   const { token, maxBodyBytes = DEFAULT_MAX_BODY, ready } = options;
-  const allowed = {
-    hosts: lowerSet(options.allowedHosts ?? envList('ALLOWED_HOSTS')),
-    origins: lowerSet(options.allowedOrigins ?? envList('ALLOWED_ORIGINS')),
-  };
+  // On another address (a pod IP, `HOST=0.0.0.0`) callers use names of their own: only a
+  // loopback connection's Host is checked.
+  const rebindingProblem = rebindingGuard({
+    allowedHosts: options.allowedHosts ?? envList('ALLOWED_HOSTS'),
+    allowedOrigins: options.allowedOrigins ?? envList('ALLOWED_ORIGINS'),
+    hostCheck: 'loopback-connections',
+  });
   const maxDepth = resolveMaxDepth(options.maxDepth);
   let log = options.logger;
   const logger = (): Logger => {
@@ -579,7 +524,7 @@ export function createInterceptorHttpApp(
   };
 
   const listener: RequestListener = (req, res) => {
-    const forbidden = rebindingProblem(req, allowed);
+    const forbidden = rebindingProblem(req);
     if (forbidden !== undefined) {
       if (isMcpPath(req.url)) return sendError(res, 'FORBIDDEN', forbidden);
       return sendJson(res, 403, { error: { code: 'FORBIDDEN', message: forbidden } });

@@ -42,6 +42,8 @@ export type {
 export { invocationOutcome, observeInvocations } from './observe.ts';
 export type { BufferedPost, BufferedResponse } from './post.ts';
 export { ExchangeTimeout, postBuffered, ResponseTooLarge } from './post.ts';
+export type { RebindingGuardOptions } from './rebinding.ts';
+export { isLoopbackName, rebindingGuard } from './rebinding.ts';
 export type { ReloadingFile, ReloadingFileOptions } from './reloading-file.ts';
 export { createReloadingFile } from './reloading-file.ts';
 export type { Handshake, RemoteService, RemoteServiceOptions } from './remote.ts';

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Principal } from '@fleet/core';
+import { isLoopbackName } from '@fleet/interceptor-kit';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
@@ -251,10 +252,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
 }
 
 /** Whether a listen address only takes connections from this machine. */
-export function isLoopbackAddress(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
+export const isLoopbackAddress: (host: string) => boolean = isLoopbackName;
 
 /**
  * What a gateway listening on `host` leaves open to whoever can reach it, one sentence each:

@@ -23,7 +23,12 @@ import {
   ProtocolError,
   type RequestRevision,
 } from '@fleet/core';
-import { BodyTooLarge, errorEnvelope, readBody } from '@fleet/interceptor-kit';
+import {
+  BodyTooLarge,
+  errorEnvelope,
+  rebindingGuard as hostOriginGuard,
+  readBody,
+} from '@fleet/interceptor-kit';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import {
   AuthError,
@@ -46,7 +51,6 @@ import {
 } from './session-transport.ts';
 import { serveStateless } from './stateless.ts';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 const MAX_SESSIONS = 10_000;
 
 interface HttpSession {
@@ -55,11 +59,6 @@ interface HttpSession {
   principal: Principal;
   /** `performance.now()` of the session's last HTTP request. */
   lastSeen: number;
-}
-
-function hostname(hostHeader: string): string {
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  return hostHeader.split(':')[0] ?? '';
 }
 
 /** Options for {@link createMcpIngress}. */
@@ -172,38 +171,20 @@ async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknow
 /**
  * The DNS-rebinding check of DESIGN.md's ingress (a browser page on another origin must not
  * reach a loopback gateway): the reason to refuse `req` (403), or undefined. Loopback hosts
- * and origins pass, and those `security.allowedHosts` / `allowedOrigins` list. Without
+ * and origins pass, and those `security.allowedHosts` / `allowedOrigins` list. The Host is
+ * checked on every connection, whatever address the gateway listens on. Without
  * `checkOrigin`, the Host alone (for public documents any origin may read).
  */
 export function rebindingGuard(
   config: OrchestratorConfig,
   { checkOrigin = true }: { checkOrigin?: boolean } = {},
 ): (req: IncomingMessage) => string | undefined {
-  const allowedHosts = new Set(config.security.allowedHosts.map((h) => h.toLowerCase()));
-  const allowedOrigins = new Set(config.security.allowedOrigins.map((o) => o.toLowerCase()));
-
-  return (req: IncomingMessage): string | undefined => {
-    const host = (req.headers.host ?? '').toLowerCase();
-    if (
-      !LOOPBACK_HOSTS.has(hostname(host)) &&
-      !allowedHosts.has(host) &&
-      !allowedHosts.has(hostname(host))
-    ) {
-      return `Forbidden: Host "${req.headers.host ?? ''}" is not allowed`;
-    }
-    const origin = checkOrigin ? req.headers.origin?.toLowerCase() : undefined;
-    if (origin !== undefined && !allowedOrigins.has(origin)) {
-      let ok = false;
-      try {
-        const { hostname: originHost } = new URL(origin);
-        ok = LOOPBACK_HOSTS.has(originHost) || LOOPBACK_HOSTS.has(`[${originHost}]`);
-      } catch {
-        ok = false;
-      }
-      if (!ok) return `Forbidden: Origin "${req.headers.origin}" is not allowed`;
-    }
-    return undefined;
-  };
+  return hostOriginGuard({
+    allowedHosts: config.security.allowedHosts,
+    allowedOrigins: config.security.allowedOrigins,
+    hostCheck: 'always',
+    checkOrigin,
+  });
 }
 
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
