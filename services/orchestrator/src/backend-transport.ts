@@ -61,6 +61,24 @@ export interface HttpBackendTransportOptions {
 /** Default of {@link HttpBackendTransportOptions.maxMessageBytes}: 64 MiB. */
 export const DEFAULT_MAX_BACKEND_MESSAGE_BYTES = 64 * 1024 * 1024;
 
+/** Why a backend message over `max` bytes was not read. */
+export function tooLargeMessage(max: number): string {
+  return `the backend sent a message of more than ${max} bytes (limits.maxBackendMessageBytes)`;
+}
+
+/** The answer a request gets in place of a backend message over `max` bytes: -32603 naming the limit. */
+export function tooLargeResponse(id: string | number, max: number): JSONRPCMessage {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: ErrorCode.InternalError,
+      message: tooLargeMessage(max),
+      data: { reason: 'limit_exceeded', limit: 'maxBackendMessageBytes', max },
+    },
+  };
+}
+
 /** `controller`, its signal without Node's listener limit. */
 function unlimited(controller: AbortController): AbortController {
   setMaxListeners(0, controller.signal);
@@ -369,24 +387,8 @@ export class HttpBackendTransport implements Transport {
 
   /** A message over the limit: the request it answered (if any) fails, naming the limit. */
   #tooLarge(requestId: string | number | undefined): void {
-    const message = `the backend sent a message of more than ${this.#maxMessageBytes} bytes (limits.maxBackendMessageBytes)`;
-    if (requestId === undefined) {
-      this.onerror?.(new Error(message));
-      return;
-    }
-    this.#dispatch({
-      jsonrpc: '2.0',
-      id: requestId,
-      error: {
-        code: ErrorCode.InternalError,
-        message,
-        data: {
-          reason: 'limit_exceeded',
-          limit: 'maxBackendMessageBytes',
-          max: this.#maxMessageBytes,
-        },
-      },
-    });
+    if (requestId === undefined) this.onerror?.(new Error(tooLargeMessage(this.#maxMessageBytes)));
+    else this.#dispatch(tooLargeResponse(requestId, this.#maxMessageBytes));
   }
 
   #deliverJson(text: string): void {

@@ -6,7 +6,6 @@
  */
 import { FleetError, ProtocolError } from '@fleet/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CreateMessageRequestSchema,
@@ -36,6 +35,7 @@ import {
 import { BackendHttpError, createBackendAgent, HttpBackendTransport } from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
 import type { Logger } from './logger.ts';
+import { StdioBackendTransport } from './stdio-transport.ts';
 
 /** A request the backend sends to the client side (sampling, elicitation, roots). */
 export interface ServerToClientRequest {
@@ -208,12 +208,12 @@ export class Backend {
         maxMessageBytes: this.#maxMessageBytes,
       });
     }
-    return new StdioClientTransport({
+    return new StdioBackendTransport({
       command: command as string,
       args,
       env: { ...(process.env as Record<string, string>), ...env },
-      ...(cwd === undefined ? {} : { cwd }),
-      stderr: 'inherit',
+      cwd,
+      maxMessageBytes: this.#maxMessageBytes,
     });
   }
 

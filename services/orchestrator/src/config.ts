@@ -179,9 +179,10 @@ export const OrchestratorConfigSchema = z
           .positive()
           .default(1024 * 1024),
         /**
-         * Most bytes one message from an HTTP backend may take (a JSON body, or one event of
-         * its stream); past it the gateway stops reading, so a runaway backend cannot exhaust
-         * its memory, and the call fails with -32603 naming this limit.
+         * Most bytes one message from a backend may take (an HTTP JSON body or one event of
+         * its stream, a stdio line); past it the gateway stops reading that message, so a
+         * runaway backend cannot exhaust its memory, and the call fails with -32603 naming
+         * this limit.
          */
         maxBackendMessageBytes: z
           .number()

@@ -6,7 +6,8 @@
  * over `limits.maxBackendMessageBytes` refused without being read whole.
  */
 import { allow, defineValidator } from '@fleet/interceptor-kit';
-import { startHttpBackend } from '@fleet/test-fixtures';
+import { startHttpBackend, stdioBackendCommand } from '@fleet/test-fixtures';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import {
@@ -204,9 +205,8 @@ describe('result clamping', () => {
 });
 
 describe('backend message limit', () => {
-  it('fails a call whose backend answer is over maxBackendMessageBytes, and serves the next', async () => {
-    const { client } = await setup('limits: {maxBackendMessageBytes: 65536}\n');
-    // The fixture's echo answers in one SSE event, its text over the limit.
+  /** An echo answered over the 65536-byte limit fails naming it; the next, within it, is served by `server`. */
+  async function overThenWithin(client: Client, server: string) {
     const error = await rpcError(
       client.callTool({ name: 'echo', arguments: { text: 'z'.repeat(70_000) } }),
     );
@@ -214,6 +214,27 @@ describe('backend message limit', () => {
     expect(error.message).toContain('more than 65536 bytes (limits.maxBackendMessageBytes)');
     expect(error.data).toMatchObject({ limit: 'maxBackendMessageBytes', max: 65536 });
     const small = await client.callTool({ name: 'echo', arguments: { text: 'z'.repeat(20_000) } });
-    expect(textOf(small)).toBe(`[fx] ${'z'.repeat(20_000)}`);
+    expect(textOf(small)).toBe(`[${server}] ${'z'.repeat(20_000)}`);
+  }
+
+  it('fails a call whose backend answer is over maxBackendMessageBytes, and serves the next', async () => {
+    const { client } = await setup('limits: {maxBackendMessageBytes: 65536}\n');
+    // The fixture's echo answers in one SSE event, its text over the limit.
+    await overThenWithin(client, 'fx');
+  });
+
+  it('fails a call whose stdio backend answers over the limit, and keeps the child serving', async () => {
+    const command = stdioBackendCommand({ name: 'kid' });
+    const gateway = await startGateway(
+      `backends:\n  - id: kid\n    command: ${JSON.stringify(command.command)}\n    args: ${JSON.stringify(command.args)}\nlimits: {maxBackendMessageBytes: 65536}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    // The child's own counter: a restarted child would start again from 1.
+    const bump = async () => textOf(await client.callTool({ name: 'bump', arguments: {} }));
+    expect(await bump()).toBe('counter 1');
+    // One line of the child's stdout, over the limit.
+    await overThenWithin(client, 'kid');
+    expect(await bump()).toBe('counter 2');
   });
 });
