@@ -4,11 +4,13 @@
  * Every change it makes, and every refused attempt at one, is reported as an
  * {@link AdminAction} (the audit trail's `admin` records): who changed the chain, and when.
  */
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { isNeverIntercepted, PhaseSchema, type Principal, withKeyHints } from '@fleet/core';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { type AdminVerdict, type AuthError, UNAVAILABLE_RETRY_AFTER_S } from './auth.ts';
+import type { Logger } from './logger.ts';
 import { type Registry, RegistryError } from './registry.ts';
 
 /** A change the admin API makes to the registry. */
@@ -35,10 +37,24 @@ export interface AdminAction {
   durationMs: number;
 }
 
+// The admin paths as express matches them: in any case, with or without a trailing slash.
+const SERVICES = /^\/services\/?$/i;
+const SERVICE = /^\/services\/([^/]+)\/?$/i;
+const REFRESH = /^\/services\/([^/]+)\/refresh\/?$/i;
+const CHAIN = /^\/chain\/?$/i;
+
 const ROUTES: Array<[RegExp, string, AdminActionName, string]> = [
-  [/^\/services\/?$/, 'POST', 'register', 'POST /admin/services'],
-  [/^\/services\/([^/]+)\/?$/, 'DELETE', 'unregister', 'DELETE /admin/services/{id}'],
-  [/^\/services\/([^/]+)\/refresh\/?$/, 'POST', 'refresh', 'POST /admin/services/{id}/refresh'],
+  [SERVICES, 'POST', 'register', 'POST /admin/services'],
+  [SERVICE, 'DELETE', 'unregister', 'DELETE /admin/services/{id}'],
+  [REFRESH, 'POST', 'refresh', 'POST /admin/services/{id}/refresh'],
+];
+
+/** The methods each admin path serves (HEAD with GET, as express answers it): a 405's `Allow`. */
+const ALLOWED: Array<[RegExp, readonly string[]]> = [
+  [SERVICES, ['GET', 'HEAD', 'POST']],
+  [SERVICE, ['DELETE']],
+  [REFRESH, ['POST']],
+  [CHAIN, ['GET', 'HEAD']],
 ];
 
 /** The registry change `req` asks for, if it asks for one. */
@@ -77,6 +93,11 @@ export interface AdminRouterOptions {
   speculativeMutators?: boolean;
   /** Told of every change made and every attempt refused (the audit trail); must not throw. */
   onAction?: (action: AdminAction) => void;
+  /**
+   * Where an unexpected failure is logged, with the id its 500 answer carries. Without one it
+   * goes to the app's error handler (logged there; answered 500 without its text either).
+   */
+  log?: Logger;
 }
 
 function problem(res: Response, status: number, message: string, details?: unknown): void {
@@ -90,6 +111,7 @@ export function createAdminRouter({
   challenge = () => 'Bearer',
   speculativeMutators = false,
   onAction,
+  log,
 }: AdminRouterOptions): Router {
   const router = express.Router();
   router.use(async (req: Request, res: Response, next: NextFunction) => {
@@ -128,6 +150,19 @@ export function createAdminRouter({
     res.setHeader('www-authenticate', challenge(req, refused));
     return problem(res, refused.refusal === 'insufficient_scope' ? 403 : 401, refused.message);
   });
+  // After the credentials (a caller without them learns nothing about the paths) and before
+  // the body is read: a PUT's unparsable body is not what is wrong with it.
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const allowed = ALLOWED.find(([pattern]) => pattern.test(req.path))?.[1];
+    if (allowed === undefined || allowed.includes(req.method)) return next();
+    const allow = allowed.join(', ');
+    res.setHeader('allow', allow);
+    return problem(
+      res,
+      405,
+      `${req.method} is not allowed on ${req.baseUrl}${req.path} (allowed: ${allow})`,
+    );
+  });
   // Any JSON text: one that is not an object is refused by the schema, saying so.
   router.use(express.json({ limit: '256kb', strict: false }));
   router.use(
@@ -139,13 +174,21 @@ export function createAdminRouter({
     },
   );
 
-  const fail = (res: Response, error: unknown) => {
+  // Anything but the registry's own answer may name internals (addresses, paths): the caller
+  // gets an id to quote, the log has the error under the same id.
+  const fail = (req: Request, res: Response, next: NextFunction, error: unknown) => {
     if (error instanceof RegistryError)
       return problem(res, error.status, error.message, error.data);
-    return problem(res, 500, 'internal error', String(error));
+    if (log === undefined) return next(error);
+    const errorId = randomUUID();
+    log.error(
+      { err: String(error), errorId, method: req.method, path: `${req.baseUrl}${req.path}` },
+      'admin request failed',
+    );
+    return problem(res, 500, 'internal error', { errorId });
   };
 
-  router.post('/services', async (req: Request, res: Response) => {
+  router.post('/services', async (req: Request, res: Response, next: NextFunction) => {
     const body = RegisterBodySchema.safeParse(req.body);
     if (!body.success) {
       const error = withKeyHints(RegisterBodySchema, body.error);
@@ -170,7 +213,7 @@ export function createAdminRouter({
         hasToken: service.hasToken,
       });
     } catch (error) {
-      fail(res, error);
+      fail(req, res, next, error);
     }
   });
 
@@ -178,20 +221,20 @@ export function createAdminRouter({
     res.json({ services: registry.list() });
   });
 
-  router.delete('/services/:id', async (req: Request, res: Response) => {
+  router.delete('/services/:id', async (req: Request, res: Response, next: NextFunction) => {
     try {
       await registry.unregister(String(req.params.id));
       res.status(204).end();
     } catch (error) {
-      fail(res, error);
+      fail(req, res, next, error);
     }
   });
 
-  router.post('/services/:id/refresh', async (req: Request, res: Response) => {
+  router.post('/services/:id/refresh', async (req: Request, res: Response, next: NextFunction) => {
     try {
       res.json(await registry.refresh(String(req.params.id)));
     } catch (error) {
-      fail(res, error);
+      fail(req, res, next, error);
     }
   });
 

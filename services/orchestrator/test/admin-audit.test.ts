@@ -130,6 +130,24 @@ describe('admin API audit trail', () => {
     expect(JSON.stringify(records)).not.toContain('wrong');
   });
 
+  it('records a change asked for in another case or with a trailing slash, as express serves it', async () => {
+    const actions: AdminAction[] = [];
+    const gateway = await startGateway('backends: []\n', {
+      adminToken: ADMIN,
+      onAdminAction: (action) => actions.push(action),
+    });
+    const service = await serveInterceptors([gate]);
+    const id = serviceIdOf(service.url);
+    expect((await admin(gateway.base, '/Services/', 'POST', { url: service.url })).status).toBe(
+      201,
+    );
+    expect((await admin(gateway.base, `/SERVICES/${id}/`, 'DELETE')).status).toBe(204);
+    expect(actions.map((a) => [a.method, a.service, a.outcome])).toEqual([
+      ['POST /admin/services', id, 'done'],
+      ['DELETE /admin/services/{id}', id, 'done'],
+    ]);
+  });
+
   it('keeps serving when the listener throws', async () => {
     const gateway = await startGateway('backends: []\n', {
       adminToken: ADMIN,

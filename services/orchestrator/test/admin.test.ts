@@ -3,12 +3,15 @@
  * replica sharing it, with the status codes of DESIGN.md §3.
  */
 import { request } from 'node:http';
-import { allow, defineMutator, defineValidator, modified } from '@fleet/interceptor-kit';
+import { allow, defineMutator, defineValidator, listen, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
+import express from 'express';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { serviceIdOf } from '../src/app.ts';
+import { createAdminRouter } from '../src/admin.ts';
+import { serviceIdOf, silentLogger } from '../src/app.ts';
+import { Registry } from '../src/registry.ts';
 import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
 
 const ADMIN = 'admin-token-123';
@@ -360,6 +363,100 @@ describe('admin API', () => {
     expect(await res.json()).toEqual({ error: 'the body is too large' });
     const listed = (await (await admin(gw.base, '/services')).json()) as { services: unknown[] };
     expect(listed.services).toEqual([]);
+  });
+
+  it('answers a method a path does not serve with 405 and Allow, once the credentials pass', async () => {
+    const gw = await startGateway('', { adminToken: ADMIN });
+    for (const [method, path, allowed] of [
+      ['PUT', '/services', 'GET, HEAD, POST'],
+      ['DELETE', '/services/', 'GET, HEAD, POST'],
+      ['PATCH', '/services/some-id', 'DELETE'],
+      ['GET', '/services/some-id/refresh', 'POST'],
+      ['DELETE', '/chain', 'GET, HEAD'],
+      ['OPTIONS', '/chain', 'GET, HEAD'],
+      // Express matches paths in any case: so does the 405.
+      ['PUT', '/SERVICES', 'GET, HEAD, POST'],
+    ] as const) {
+      const res = await admin(gw.base, path, { method });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get('allow')).toBe(allowed);
+      expect(await res.json()).toEqual({
+        error: `${method} is not allowed on /admin${path} (allowed: ${allowed})`,
+      });
+    }
+    // Before the body is read: what is wrong is the method, not the JSON.
+    const put = await admin(gw.base, '/services', { method: 'PUT', body: '{not json' });
+    expect(put.status).toBe(405);
+    // Without the token, no path says whether it exists or what it serves.
+    const anonymous = await fetch(`${gw.base}/admin/services`, { method: 'PUT' });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(anonymous.headers.get('allow')).toBeNull();
+    expect((await fetch(`${gw.base}/admin/nope`, { method: 'PUT' })).status).toBe(401);
+    // Unknown paths stay 404, whatever the method; HEAD is served where GET is.
+    for (const [method, path] of [
+      ['GET', '/nope'],
+      ['PUT', '/nope'],
+      ['POST', '/services/a/b'],
+      ['GET', '/chain/x'],
+    ] as const) {
+      const res = await admin(gw.base, path, { method });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(await res.json()).toEqual({ error: 'no such admin endpoint' });
+    }
+    for (const path of ['/services', '/chain'])
+      expect((await admin(gw.base, path, { method: 'HEAD' })).status).toBe(200);
+  });
+
+  it('answers an unexpected failure with 500 and an id, its text only in the log', async () => {
+    // Every registry operation turns its own failures (Redis, discovery) into a RegistryError
+    // with a status; a bug is the rest: one that names internals, as a driver's error does.
+    class BrokenRegistry extends Registry {
+      override async unregister(): Promise<void> {
+        throw new Error('connect ECONNREFUSED 10.0.0.7:6379 at Socket.<anonymous>');
+      }
+    }
+    const registry = new BrokenRegistry({ staticServices: [], log: silentLogger });
+    const lines: Array<{ level: string; fields: Record<string, unknown>; message: string }> = [];
+    const at = (level: string) => (fields: object, message: string) => {
+      lines.push({ level, fields: fields as Record<string, unknown>, message });
+    };
+    const app = express();
+    app.use(
+      '/admin',
+      createAdminRouter({
+        registry,
+        log: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+      }),
+    );
+    const listening = await listen(app, { service: 'admin', announce: false });
+    defer(() => listening.close(100));
+
+    const res = await fetch(`${listening.url}/admin/services/some-id`, {
+      method: 'DELETE',
+      headers: { authorization: 'Bearer not-logged' },
+    });
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual({
+      error: 'internal error',
+      details: { errorId: expect.stringMatching(/^[0-9a-f-]{36}$/) },
+    });
+    expect(text).not.toMatch(/ECONNREFUSED|10\.0\.0\.7|Socket/);
+    const { errorId } = (JSON.parse(text) as { details: { errorId: string } }).details;
+    expect(lines).toEqual([
+      {
+        level: 'error',
+        message: 'admin request failed',
+        fields: {
+          err: 'Error: connect ECONNREFUSED 10.0.0.7:6379 at Socket.<anonymous>',
+          errorId,
+          method: 'DELETE',
+          path: '/admin/services/some-id',
+        },
+      },
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('not-logged');
   });
 
   it('answers 503 when Redis does not take a registration, refresh or removal', async () => {
