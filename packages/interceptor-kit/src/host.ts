@@ -48,7 +48,11 @@ export interface InvokedEvent {
   event: string;
   phase: string;
   durationMs: number;
-  outcome: 'ok' | 'error' | 'timeout';
+  /**
+   * `rejected`: the invocation threw -32602 (invalid params, e.g. a payload over an engine's
+   * limits): the caller's input at fault, not a failure of the interceptor.
+   */
+  outcome: 'ok' | 'error' | 'rejected' | 'timeout';
   /** The interceptor's type and mode (from its descriptor). */
   type: 'validation' | 'mutation';
   mode: 'active' | 'audit';
@@ -322,6 +326,7 @@ export function createInterceptorHost(
                 error instanceof Error ? error.message || error.name : String(error),
               );
         reason = failureReason(failure).reason;
+        if (failure.code === JsonRpcCode.INVALID_PARAMS) outcome = 'rejected';
         throw failure;
       } finally {
         if (timer !== undefined) clearTimeout(timer);

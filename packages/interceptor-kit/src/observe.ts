@@ -10,7 +10,10 @@ import type { Logger } from './logger.ts';
 /** Attributes of one recorded invocation (those of `FleetMetrics.recordInterceptor`). */
 export interface InvocationMetricAttributes {
   interceptor: string;
-  /** `allowed` `warned` `denied` `modified` `unchanged` (the verdict), `failed` or `timeout`. */
+  /**
+   * `allowed` `warned` `denied` `modified` `unchanged` (the verdict), `failed`, `timeout` or
+   * `rejected` (the caller's params refused with -32602: no failure of the service).
+   */
   outcome: string;
   type?: string;
   mode?: string;
@@ -27,8 +30,8 @@ export interface InvocationObserverOptions {
   /** Records every invocation's duration with its outcome. */
   metrics?: InvocationMetrics | undefined;
   /**
-   * Warned of every failed or timed-out invocation: name, event (`other` when made up), phase
-   * and the handler's reason cut to 256 characters; never the payload.
+   * Warned of every failed or timed-out invocation, told (`info`) of every rejected one: name,
+   * event (`other` when made up), phase and the reason cut to 256 characters; never the payload.
    */
   logger?: Logger | undefined;
 }
@@ -37,12 +40,14 @@ export interface InvocationObserverOptions {
 export function invocationOutcome(event: InvokedEvent): string {
   if (event.outcome === 'timeout') return 'timeout';
   if (event.outcome === 'error') return 'failed';
+  if (event.outcome === 'rejected') return 'rejected';
   return event.verdict ?? 'allowed';
 }
 
 /**
  * An `onInvoked` hook (for `createInterceptorHost`) that records each invocation in
- * `metrics` and warns `logger` of each failure. Never throws into the host.
+ * `metrics` and warns `logger` of each failure; a rejected one is only `info` (the caller's
+ * input at fault, not the service). Never throws into the host.
  */
 export function observeInvocations(
   options: InvocationObserverOptions,
@@ -63,17 +68,16 @@ export function observeInvocations(
     }
     if (event.outcome === 'ok' || logger === undefined) return;
     try {
-      logger.warn(
-        {
-          interceptor: event.interceptor,
-          event: event.event,
-          phase: event.phase,
-          outcome,
-          reason: event.reason === undefined ? undefined : reasonLabel(event.reason),
-          durationMs: Math.round(event.durationMs * 1000) / 1000,
-        },
-        'interceptor invocation failed',
-      );
+      const fields = {
+        interceptor: event.interceptor,
+        event: event.event,
+        phase: event.phase,
+        outcome,
+        reason: event.reason === undefined ? undefined : reasonLabel(event.reason),
+        durationMs: Math.round(event.durationMs * 1000) / 1000,
+      };
+      if (event.outcome === 'rejected') logger.info(fields, 'interceptor invocation rejected');
+      else logger.warn(fields, 'interceptor invocation failed');
     } catch {
       // Logging never breaks an invocation.
     }

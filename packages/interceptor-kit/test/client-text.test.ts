@@ -8,14 +8,9 @@
  */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  allow,
-  defineValidator,
-  type InvocationMetricAttributes,
-  observeInvocations,
-} from '../src/index.ts';
+import { allow, defineValidator } from '../src/index.ts';
 import { rawPost } from '../src/testing.ts';
-import { capturingLogger, inMemoryTracing, serveInterceptors } from './helpers.ts';
+import { inMemoryTracing, serveInterceptors, serveObserved } from './helpers.ts';
 
 const { exporter, provider } = inMemoryTracing();
 beforeEach(() => exporter.reset());
@@ -165,14 +160,7 @@ describe('client-chosen text in the server span', () => {
 
 describe('client-chosen text in metrics and logs (observeInvocations)', () => {
   it('labels no metric with a made-up name or event, and logs neither', async () => {
-    const recorded: InvocationMetricAttributes[] = [];
-    const { logger, lines } = capturingLogger();
-    const { url } = await serveInterceptors(interceptors, {
-      onInvoked: observeInvocations({
-        metrics: { recordInterceptor: (_ms, attributes) => recorded.push(attributes) },
-        logger,
-      }),
-    });
+    const { url, recorded, lines } = await serveObserved(interceptors);
     for (let i = 0; i < 20; i++)
       await rawPost(url, invoke({ name: `made-up-${i}`, event: 'tools/call', phase: 'request' }));
     await rawPost(url, invoke({ name: 'gate', event: 'ev/made-up', phase: 'request' }));

@@ -14,8 +14,10 @@ import {
   type Interceptor,
   type InterceptorHostOptions,
   type InterceptorHttpOptions,
+  type InvocationMetricAttributes,
   type Logger,
   listen,
+  observeInvocations,
 } from '../src/index.ts';
 import { defer } from '../src/testing.ts';
 
@@ -48,6 +50,28 @@ export function capturingLogger() {
     error: at('error'),
   };
   return { logger, lines };
+}
+
+/**
+ * Serve `interceptors` wired with `observeInvocations`, as every kit service is: each recorded
+ * invocation's attributes (and duration, in the same order) and each log line are kept.
+ */
+export async function serveObserved(interceptors: Interceptor[]) {
+  const recorded: InvocationMetricAttributes[] = [];
+  const durations: number[] = [];
+  const { logger, lines } = capturingLogger();
+  const { url } = await serveInterceptors(interceptors, {
+    onInvoked: observeInvocations({
+      metrics: {
+        recordInterceptor: (ms, attributes) => {
+          durations.push(ms);
+          recorded.push(attributes);
+        },
+      },
+      logger,
+    }),
+  });
+  return { url, recorded, durations, lines };
 }
 
 /**

@@ -1,20 +1,21 @@
 /**
  * observeInvocations: the one `onInvoked` wiring of every kit service — each invocation's
- * duration recorded by outcome, each failure warned (name, reason; never the payload).
+ * duration recorded by outcome, each failure warned and each refusal of the caller's params
+ * told at info (name, reason; never the payload).
  */
+import { JsonRpcCode, ProtocolError } from '@fleet/core';
 import { describe, expect, it } from 'vitest';
 import {
   allow,
   defineMutator,
   defineValidator,
   deny,
-  type InvocationMetricAttributes,
   modified,
   observeInvocations,
   unchanged,
 } from '../src/index.ts';
 import { rawPost } from '../src/testing.ts';
-import { capturingLogger, serveInterceptors } from './helpers.ts';
+import { serveInterceptors, serveObserved } from './helpers.ts';
 
 const SECRET = 'bob@example.com';
 
@@ -25,6 +26,12 @@ const interceptors = [
     handler: (payload) => {
       const what = (payload as { what?: string }).what;
       if (what === 'crash') throw new Error('gate broke');
+      // As the pii-redactor refuses a payload over its engine's limits.
+      if (what === 'too-deep')
+        throw new ProtocolError(JsonRpcCode.INVALID_PARAMS, 'Invalid params: too deep', {
+          name: 'gate',
+          reason: 'limit_exceeded',
+        });
       if (what === 'slow') return new Promise(() => undefined);
       if (what === 'warn') return deny('careful', { severity: 'warn' });
       return what === 'deny' ? deny('no') : allow();
@@ -54,14 +61,7 @@ const invoke = (name: string, phase: string, what: string, timeoutMs?: number) =
 
 describe('observeInvocations over HTTP', () => {
   it('records every invocation by outcome and warns of failures without the payload', async () => {
-    const recorded: Array<[number, InvocationMetricAttributes]> = [];
-    const { logger, lines } = capturingLogger();
-    const { url } = await serveInterceptors(interceptors, {
-      onInvoked: observeInvocations({
-        metrics: { recordInterceptor: (ms, attributes) => recorded.push([ms, attributes]) },
-        logger,
-      }),
-    });
+    const { url, recorded, durations, lines } = await serveObserved(interceptors);
     for (const body of [
       invoke('gate', 'request', 'ok'),
       invoke('gate', 'request', 'deny'),
@@ -72,7 +72,7 @@ describe('observeInvocations over HTTP', () => {
       invoke('gate', 'request', 'slow', 50),
     ])
       await rawPost(url, body);
-    expect(recorded.map(([, a]) => a)).toEqual([
+    expect(recorded).toEqual([
       {
         interceptor: 'gate',
         outcome: 'allowed',
@@ -124,7 +124,7 @@ describe('observeInvocations over HTTP', () => {
         phase: 'request',
       },
     ]);
-    for (const [ms] of recorded) expect(ms).toBeGreaterThanOrEqual(0);
+    for (const ms of durations) expect(ms).toBeGreaterThanOrEqual(0);
     expect(lines).toEqual([
       {
         level: 'warn',
@@ -144,6 +144,39 @@ describe('observeInvocations over HTTP', () => {
           interceptor: 'gate',
           outcome: 'timeout',
           reason: 'timeout',
+        }),
+      },
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+  });
+
+  it("counts a -32602 refusal of the caller's params as rejected, not failed, and tells it at info", async () => {
+    const { url, recorded, lines } = await serveObserved(interceptors);
+    const refused = await rawPost(url, invoke('gate', 'request', 'too-deep'));
+    expect(refused.json.error).toMatchObject({
+      code: -32602,
+      data: { name: 'gate', reason: 'limit_exceeded' },
+    });
+    const crashed = await rawPost(url, invoke('gate', 'request', 'crash'));
+    expect(crashed.json.error).toMatchObject({ code: -32603 });
+    expect(recorded.map((a) => a.outcome)).toEqual(['rejected', 'failed']);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        msg: 'interceptor invocation rejected',
+        obj: expect.objectContaining({
+          interceptor: 'gate',
+          outcome: 'rejected',
+          reason: 'limit_exceeded',
+        }),
+      },
+      {
+        level: 'warn',
+        msg: 'interceptor invocation failed',
+        obj: expect.objectContaining({
+          interceptor: 'gate',
+          outcome: 'failed',
+          reason: 'gate broke',
         }),
       },
     ]);

@@ -80,9 +80,10 @@ function nonZero(counts: EntityCounts): Record<string, number> {
 }
 
 /**
- * A payload over the engine's depth or size limits is the caller's input at fault: -32602
- * with `data.name` (the interceptor, as for any invalid params, DESIGN §2) naming the limit and the JSON path where it was crossed (never the value), not a failure
- * of the interceptor.
+ * A payload over the engine's depth or size limits is the caller's input at fault, not a
+ * failure of the interceptor: -32602 with `data.name` (the interceptor, as for any invalid
+ * params, DESIGN §2), the limit and the JSON path where it was crossed (never the value).
+ * The kit counts it as outcome `rejected`, not `failed`.
  */
 function refuseOverLimit<A extends unknown[], R>(
   name: string,
