@@ -5,7 +5,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Principal } from '@fleet/core';
 import { isLoopbackName } from '@fleet/interceptor-kit';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { type AdminAction, createAdminRouter } from './admin.ts';
@@ -23,6 +22,7 @@ import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import { bearerChallenge } from './oauth.ts';
 import { Registry } from './registry.ts';
+import { StdioIngressTransport } from './stdio-transport.ts';
 import { createGatewayTelemetry, tracedInvoker } from './telemetry.ts';
 
 export type { AdminAction } from './admin.ts';
@@ -160,6 +160,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
     '/admin',
     createAdminRouter({
       registry,
+      log,
       authorize: (req) =>
         authorizeAdmin(req.headers.authorization, mcp.protectedResource?.resourceOf(req)?.href),
       // Points at the OAuth metadata only when admin JWTs are accepted at all.
@@ -234,7 +235,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
         };
       }
       activeGateway.sessions.add(session);
-      const transport = new StdioServerTransport();
+      const transport = new StdioIngressTransport(config.limits.maxBodyBytes);
       transport.onclose = () => activeGateway.sessions.delete(session);
       await session.server.connect(transport);
     },

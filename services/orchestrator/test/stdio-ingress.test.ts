@@ -31,7 +31,7 @@ function alive(pid: number): boolean {
 }
 
 /** A backend, a recording interceptor service and a config file naming both. */
-async function stdioFleet() {
+async function stdioFleet(extraConfig = '') {
   const backend = await startHttpBackend({ name: 'fx' });
   defer(() => backend.close());
   const principals: unknown[] = [];
@@ -50,7 +50,7 @@ async function stdioFleet() {
   const configPath = join(dir, 'fleet.yaml');
   writeFileSync(
     configPath,
-    `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${service.url}"\nregistry: {prefix: ${unique}}\naudit: {queue: ${unique}}\n`,
+    `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${service.url}"\nregistry: {prefix: ${unique}}\naudit: {queue: ${unique}}\n${extraConfig}`,
   );
   defer(async () => {
     const redis = new Redis({ host: '127.0.0.1', port: 6379 });
@@ -217,6 +217,71 @@ describe('stdio ingress (main.ts --stdio)', () => {
     expect(textOf(answers.get(2)?.result)).toBe('[fx] first');
     expect(textOf(answers.get(3)?.result)).toBe('[fx] waited 300 ms');
     expect(textOf(answers.get(4)?.result)).toBe('[fx] last');
+  });
+
+  it('answers a line that is not JSON, a batch, a non-message and a line over maxBodyBytes with their JSON-RPC errors, and serves on', async () => {
+    const { dir, env } = await stdioFleet('limits: {maxBodyBytes: 4096}\n');
+    const main = sourceCommand(MAIN, ['--stdio']);
+    const child = spawn(main.command, main.args, {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    defer(async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    child.stderr.resume();
+    const answers: Array<{
+      id?: unknown;
+      result?: unknown;
+      error?: { code: number; message: string; data?: unknown };
+    }> = [];
+    let unread = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      const lines = (unread + chunk.toString('utf8')).split('\n');
+      unread = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '') answers.push(JSON.parse(line));
+    });
+    const echo = (id: number, text: string) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text } },
+      });
+    child.stdin.write(
+      `${[
+        JSON.stringify(SESSION_INIT),
+        JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+        'this is not json',
+        JSON.stringify([{ jsonrpc: '2.0', id: 5, method: 'ping' }]),
+        JSON.stringify({ jsonrpc: '2.0', id: 6 }),
+        echo(7, 'x'.repeat(5000)),
+        echo(8, 'small'),
+      ].join('\n')}\n`,
+    );
+    await waitFor(() => answers.some((a) => a.id === 8), 20_000, 'the answer to the last call');
+    child.stdin.end();
+    const refusals = answers.filter((a) => a.id !== 1 && a.id !== 8);
+    expect(refusals).toEqual([
+      { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: line is not valid JSON' } },
+      { jsonrpc: '2.0', error: { code: -32600, message: 'JSON-RPC batches are not supported' } },
+      {
+        jsonrpc: '2.0',
+        id: 6,
+        error: { code: -32600, message: 'Invalid Request: expected a JSON-RPC message object' },
+      },
+      {
+        jsonrpc: '2.0',
+        id: 7,
+        error: {
+          code: -32600,
+          message: 'Request exceeds 4096 bytes',
+          data: { reason: 'limit_exceeded', limit: 'maxBodyBytes', max: 4096 },
+        },
+      },
+    ]);
+    expect(textOf(answers.find((a) => a.id === 8)?.result)).toBe('[fx] small');
   });
 
   it('keeps stdout clean when spans are exported to the console', async () => {
