@@ -199,10 +199,7 @@ export class StdioBackendTransport implements Transport {
         if (typeof id === 'string' || typeof id === 'number') this.#outstanding.delete(id);
       }
     }
-    return new Promise((resolve) => {
-      if (stdin.write(`${JSON.stringify(message)}\n`)) resolve();
-      else stdin.once('drain', resolve);
-    });
+    return writeLine(stdin, message);
   }
 
   async close(): Promise<void> {
@@ -259,6 +256,14 @@ export class StdioBackendTransport implements Transport {
       this.onerror?.(new Error(tooLargeMessage(this.#maxMessageBytes)));
     else this.onmessage?.(tooLargeResponse(id, this.#maxMessageBytes));
   }
+}
+
+/** Write `message` as one line; settles once the stream takes more (its buffer drained). */
+function writeLine(stream: Writable, message: unknown): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.write(`${JSON.stringify(message)}\n`)) resolve();
+    else stream.once('drain', resolve);
+  });
 }
 
 /** The first or last {@link EDGE_BYTES} of the bytes `buffers` hold in order. */
@@ -339,7 +344,7 @@ export class StdioIngressTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    return this.#write(message);
+    return writeLine(this.#output, message);
   }
 
   async close(): Promise<void> {
@@ -350,15 +355,8 @@ export class StdioIngressTransport implements Transport {
     this.onclose?.();
   }
 
-  #write(message: unknown): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#output.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.#output.once('drain', resolve);
-    });
-  }
-
   #refuse(id: unknown, code: number, message: string, data?: unknown): void {
-    void this.#write(errorEnvelope(id, code, message, data));
+    void writeLine(this.#output, errorEnvelope(id, code, message, data));
   }
 
   #line(line: string): void {

@@ -68,6 +68,20 @@ async function stdioFleet(extraConfig = '') {
   return { dir, env, principals };
 }
 
+/** `main.ts --stdio` as a plain child process with piped stdio, killed at the test's end. */
+function spawnStdio(dir: string, env: Record<string, string>) {
+  const main = sourceCommand(MAIN, ['--stdio']);
+  const child = spawn(main.command, main.args, {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  defer(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return child;
+}
+
 /** Start `main.ts --stdio` through the SDK client and record its raw stdout and stderr. */
 async function startStdioGateway(extraEnv: Record<string, string> = {}) {
   const { dir, env, principals } = await stdioFleet();
@@ -178,15 +192,7 @@ describe('stdio ingress (main.ts --stdio)', () => {
     // answers are ready. Each must still be answered (they used to fail with "backend
     // closed the connection" as shutdown closed the backends under them).
     const { dir, env } = await stdioFleet();
-    const main = sourceCommand(MAIN, ['--stdio']);
-    const child = spawn(main.command, main.args, {
-      cwd: dir,
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    defer(async () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
+    const child = spawnStdio(dir, env);
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
@@ -221,15 +227,7 @@ describe('stdio ingress (main.ts --stdio)', () => {
 
   it('answers a line that is not JSON, a batch, a non-message and a line over maxBodyBytes with their JSON-RPC errors, and serves on', async () => {
     const { dir, env } = await stdioFleet('limits: {maxBodyBytes: 4096}\n');
-    const main = sourceCommand(MAIN, ['--stdio']);
-    const child = spawn(main.command, main.args, {
-      cwd: dir,
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    defer(async () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    });
+    const child = spawnStdio(dir, env);
     child.stderr.resume();
     const answers: Array<{
       id?: unknown;
