@@ -18,6 +18,7 @@ describe('orchestrator config', () => {
       maxBodyBytes: 4194304,
       maxResponseBytes: 1048576,
       maxBackendMessageBytes: 67_108_864,
+      maxClientBacklogBytes: 8_388_608,
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       maxDepth: 60,

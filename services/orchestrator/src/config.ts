@@ -190,6 +190,17 @@ export const OrchestratorConfigSchema = z
           .min(1024)
           .default(64 * 1024 * 1024),
         /**
+         * Most bytes written to one client's SSE stream and not yet read by it. Past it the
+         * client is not reading: its standalone (GET) stream is closed (it may open another)
+         * and notifications for its requests' streams are dropped until it catches up, so one
+         * stalled client cannot grow the gateway's memory with what others cause.
+         */
+        maxClientBacklogBytes: z
+          .number()
+          .int()
+          .min(65_536)
+          .default(8 * 1024 * 1024),
+        /**
          * Longest time a client may take to send a whole request; a slower one (a slow-loris
          * body) gets HTTP 408 and its connection closed. Streams the gateway sends are not
          * limited by it.

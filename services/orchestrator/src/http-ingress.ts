@@ -44,6 +44,7 @@ import { bearerChallenge, type ProtectedResource, protectedResource } from './oa
 import type { Registry } from './registry.ts';
 import {
   acceptPost,
+  type BacklogOptions,
   type PostedMessage,
   ResponseChannel,
   SessionTransport,
@@ -187,6 +188,9 @@ export function rebindingGuard(
   });
 }
 
+/** How often a client not reading its stream is logged (the first time, then at most this often). */
+const BACKLOG_LOG_INTERVAL_MS = 60_000;
+
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
 const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
 
@@ -214,7 +218,21 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
 
   const samePrincipal = (a: Principal, b: Principal) => a.type === b.type && a.id === b.id;
 
-  const stateless = { gateway, registry, log };
+  // A client that does not read its stream: said at most once a minute, with how often.
+  const backlogWarn = logThrottle(BACKLOG_LOG_INTERVAL_MS);
+  const backlog: BacklogOptions = {
+    maxBacklogBytes: config.limits.maxClientBacklogBytes,
+    onBacklog: (action) => {
+      if (backlogWarn.due())
+        log.warn(
+          { action, times: backlogWarn.count, maxBytes: config.limits.maxClientBacklogBytes },
+          action === 'stream-closed'
+            ? "closed a client's SSE stream it was not reading (limits.maxClientBacklogBytes)"
+            : 'dropped notifications for a client not reading its SSE stream (limits.maxClientBacklogBytes)',
+        );
+    },
+  };
+  const stateless = { gateway, registry, log, backlog };
 
   const serve = async (
     req: IncomingMessage & { auth?: AuthInfo },
@@ -282,7 +300,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     if (sessions.size >= MAX_SESSIONS)
       return reject(res, 'UNAVAILABLE', 'Too many sessions', { id });
     const session = createClientSession(gateway, registry);
-    const transport = new SessionTransport();
+    const transport = new SessionTransport(backlog);
     transport.direct = directRequestHandler(gateway, registry, session);
     transport.onclose = () => {
       if (session.id) sessions.delete(session.id);

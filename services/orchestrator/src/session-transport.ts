@@ -69,18 +69,39 @@ export function sendError(
 }
 
 /**
+ * Default most bytes written to one client's SSE stream and not yet taken by it
+ * (`limits.maxClientBacklogBytes`): past it the client is not reading, and what the gateway
+ * would go on writing for it would only grow its memory.
+ */
+export const DEFAULT_MAX_CLIENT_BACKLOG_BYTES = 8 * 1024 * 1024;
+
+/** What the gateway did about a client that does not read its stream. */
+export type BacklogAction = 'notifications-dropped' | 'stream-closed';
+
+/**
  * The HTTP response to one POSTed request: plain JSON when the answer travels alone, an SSE
  * stream from the first message that must go before it (progress, a log line, a
  * server-to-client request). Once streaming, the HTTP status is 200 whatever the answer.
+ * While more than `maxBacklogBytes` wait unread on the stream, notifications for it are
+ * dropped (each is superseded or informational); requests and the answer still go.
  */
 export class ResponseChannel {
   readonly res: ServerResponse;
   readonly #headers: Record<string, string>;
+  readonly #maxBacklogBytes: number;
+  readonly #onBacklog: ((action: BacklogAction) => void) | undefined;
   #sse = false;
+  #dropping = false;
 
-  constructor(res: ServerResponse, headers: Record<string, string> = {}) {
+  constructor(
+    res: ServerResponse,
+    headers: Record<string, string> = {},
+    backlog: BacklogOptions = {},
+  ) {
     this.res = res;
     this.#headers = headers;
+    this.#maxBacklogBytes = backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
+    this.#onBacklog = backlog.onBacklog;
   }
 
   /** True once the response became an SSE stream. */
@@ -93,9 +114,14 @@ export class ResponseChannel {
     return this.res.writableEnded || this.res.destroyed;
   }
 
-  /** Send a message ahead of the answer (switching to SSE). */
-  event(json: string): void {
+  /** Send a message ahead of the answer (switching to SSE); a notification may be dropped. */
+  event(json: string, notification = false): void {
     if (this.closed) return;
+    if (notification && this.res.writableLength > this.#maxBacklogBytes) {
+      if (!this.#dropping) this.#onBacklog?.('notifications-dropped');
+      this.#dropping = true;
+      return;
+    }
     if (!this.#sse) {
       this.#sse = true;
       openSse(this.res, this.#headers);
@@ -283,6 +309,13 @@ function errorResponse(id: RequestId, error: unknown): JSONRPCMessage {
 }
 
 /** One session's transport. Create it for an `initialize` request; it assigns the session id. */
+/** How a client stream's unread bytes are bounded, and who hears of it. */
+export interface BacklogOptions {
+  /** Default {@link DEFAULT_MAX_CLIENT_BACKLOG_BYTES}. */
+  maxBacklogBytes?: number | undefined;
+  onBacklog?: ((action: BacklogAction) => void) | undefined;
+}
+
 export class SessionTransport implements Transport {
   sessionId: string | undefined;
   onclose?: (() => void) | undefined;
@@ -299,6 +332,11 @@ export class SessionTransport implements Transport {
   readonly #direct = new Map<RequestId, AbortController>();
   #standalone: ServerResponse | undefined;
   #closed = false;
+  readonly #backlog: BacklogOptions;
+
+  constructor(backlog: BacklogOptions = {}) {
+    this.#backlog = backlog;
+  }
 
   async start(): Promise<void> {}
 
@@ -389,6 +427,7 @@ export class SessionTransport implements Transport {
     const channel = new ResponseChannel(
       res,
       this.sessionId === undefined ? {} : { 'mcp-session-id': this.sessionId },
+      this.#backlog,
     );
     this.#pending.set(id, channel);
     res.on('close', () => {
@@ -470,8 +509,16 @@ export class SessionTransport implements Transport {
     const json = JSON.stringify(message);
     if (!channel) {
       // Unrelated (or its request is gone): the standalone stream, if the client opened one.
-      if (!response && this.#standalone && !this.#standalone.writableEnded)
-        this.#standalone.write(`event: message\ndata: ${json}\n\n`);
+      const stream = this.#standalone;
+      if (response || !stream || stream.writableEnded) return;
+      const max = this.#backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
+      if (stream.writableLength > max) {
+        // Not reading: free what waits for it. The client may open a new stream.
+        stream.destroy();
+        this.#backlog.onBacklog?.('stream-closed');
+        return;
+      }
+      stream.write(`event: message\ndata: ${json}\n\n`);
       return;
     }
     if (response) {
@@ -481,7 +528,7 @@ export class SessionTransport implements Transport {
       channel.finish(json);
       return;
     }
-    channel.event(json);
+    channel.event(json, m.id === undefined);
   }
 
   async close(): Promise<void> {

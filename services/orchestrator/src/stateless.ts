@@ -34,7 +34,12 @@ import {
   handleClientRequest,
 } from './mcp-session.ts';
 import type { Registry } from './registry.ts';
-import { type PostedMessage, ResponseChannel, sendError } from './session-transport.ts';
+import {
+  type BacklogOptions,
+  type PostedMessage,
+  ResponseChannel,
+  sendError,
+} from './session-transport.ts';
 import { shownMethod } from './telemetry.ts';
 
 /** Methods of the session revisions that 2026-07-28 removed, and ones the gateway does not serve statelessly. */
@@ -61,6 +66,8 @@ export interface StatelessDeps {
   gateway: Gateway;
   registry: Registry;
   log: Logger;
+  /** How a streamed answer's unread bytes are bounded. */
+  backlog?: BacklogOptions;
 }
 
 /** The error a thrown value answers with: protocol errors and coded (SDK) errors keep their code. */
@@ -126,7 +133,7 @@ export function serveStateless(
   }
   const { id, method } = message;
   const params = message.params as Record<string, unknown> | undefined;
-  const channel = new ResponseChannel(res);
+  const channel = new ResponseChannel(res, {}, deps.backlog);
   const controller = new AbortController();
   res.on('close', () => {
     // The client went away before its answer: that is how it cancels on this revision.
@@ -144,7 +151,7 @@ export function serveStateless(
     requestInfo: { headers: req.headers },
     sendNotification: async (notification) => {
       if (wanted(notification, meta))
-        channel.event(JSON.stringify({ jsonrpc: '2.0', ...notification }));
+        channel.event(JSON.stringify({ jsonrpc: '2.0', ...notification }), true);
     },
     sendRequest: () =>
       Promise.reject(

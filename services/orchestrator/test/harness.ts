@@ -73,6 +73,18 @@ export interface StartGatewayOptions {
   log?: Logger;
 }
 
+/** A logger that keeps its warnings. */
+export function recordingLogger(): Logger & { warnings: Array<{ obj: unknown; msg: unknown }> } {
+  const warnings: Array<{ obj: unknown; msg: unknown }> = [];
+  return {
+    ...silentLogger,
+    warn: (obj: unknown, msg?: unknown) => {
+      warnings.push({ obj, msg });
+    },
+    warnings,
+  } as Logger & { warnings: typeof warnings };
+}
+
 /** Start an orchestrator with `configText` (YAML) on a free loopback port. */
 export async function startGateway(
   configText: string,

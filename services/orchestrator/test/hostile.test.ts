@@ -11,7 +11,7 @@ import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer, startGateway, type TestGateway, textOf } from './harness.ts';
-import { SESSION_INIT, SESSION_VERSION } from './raw-http.ts';
+import { openRawSession, SESSION_INIT, SESSION_VERSION } from './raw-http.ts';
 
 const VERSION = SESSION_VERSION;
 const INIT = SESSION_INIT;
@@ -45,21 +45,6 @@ function withBadUtf8(json: string, inString: boolean): Buffer {
 let gw: TestGateway;
 let sessionHeaders: Record<string, string>;
 
-async function openSession(url: string): Promise<Record<string, string>> {
-  const init = await rawPost(url, JSON.stringify(INIT));
-  expect(init.status).toBe(200);
-  const sessionId = String(init.headers['mcp-session-id'] ?? '');
-  expect(sessionId).not.toBe('');
-  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': VERSION };
-  const ready = await rawPost(
-    url,
-    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-    headers,
-  );
-  expect(ready.status).toBe(202);
-  return headers;
-}
-
 /** The next good request (a tools/call through the session) succeeds. */
 async function expectHealthy(): Promise<void> {
   const reply = await rawPost(gw.mcpUrl, JSON.stringify(CALL), sessionHeaders);
@@ -78,7 +63,7 @@ describe('gateway ingress under hostile input', () => {
     gw = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n${extra}`, {
       redis: false,
     });
-    sessionHeaders = await openSession(gw.mcpUrl);
+    sessionHeaders = await openRawSession(gw.mcpUrl);
   }
 
   const inSession = true;
@@ -289,7 +274,7 @@ describe('gateway ingress properties', () => {
     const backend = await startHttpBackend({ name: 'fx' });
     defer(() => backend.close());
     gw = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n`, { redis: false });
-    sessionHeaders = await openSession(gw.mcpUrl);
+    sessionHeaders = await openRawSession(gw.mcpUrl);
   }
 
   // Each field of the message and of the params, with the type it must have and the code a
@@ -381,7 +366,7 @@ describe('gateway ingress under load-shaped abuse', () => {
     gw = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n${extra}`, {
       redis: false,
     });
-    sessionHeaders = await openSession(gw.mcpUrl);
+    sessionHeaders = await openRawSession(gw.mcpUrl);
   }
 
   it('refuses the same id twice at once in one session, and answers the first', async () => {

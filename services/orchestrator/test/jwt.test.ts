@@ -8,8 +8,13 @@ import { freePort } from '@fleet/test-fixtures';
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../src/logger.ts';
-import { silentLogger } from '../src/logger.ts';
-import { connectClient, gatewayRecordingPrincipals, listenLoopback, textOf } from './harness.ts';
+import {
+  connectClient,
+  gatewayRecordingPrincipals,
+  listenLoopback,
+  recordingLogger,
+  textOf,
+} from './harness.ts';
 import { SESSION_INIT } from './raw-http.ts';
 
 const ISSUER = 'https://issuer.test.example';
@@ -81,18 +86,6 @@ async function setup(options: { jwksUrl?: string; log?: Logger } = {}) {
     { log: options.log },
   );
   return { issuer, gateway, principals };
-}
-
-/** A logger that keeps its warnings. */
-function recordingLogger(): Logger & { warnings: Array<{ obj: unknown; msg: unknown }> } {
-  const warnings: Array<{ obj: unknown; msg: unknown }> = [];
-  return {
-    ...silentLogger,
-    warn: (obj: unknown, msg?: unknown) => {
-      warnings.push({ obj, msg });
-    },
-    warnings,
-  } as Logger & { warnings: typeof warnings };
 }
 
 async function post(url: string, authorization: string | undefined) {

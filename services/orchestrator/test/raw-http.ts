@@ -1,5 +1,6 @@
 /** Raw HTTP against `/mcp` for tests that need exact statuses, headers and envelopes. */
 import { type RawReply, rawPost } from '@fleet/interceptor-kit/testing';
+import { expect } from 'vitest';
 
 export type { Envelope, RawReply } from '@fleet/interceptor-kit/testing';
 export { rawPost };
@@ -18,6 +19,25 @@ export const SESSION_INIT = {
     clientInfo: { name: 'raw', version: '1' },
   },
 } as const;
+
+/**
+ * Open a session with raw requests (`initialize`, then `notifications/initialized`) and
+ * return the headers its later requests carry.
+ */
+export async function openRawSession(url: string): Promise<Record<string, string>> {
+  const init = await rawPost(url, JSON.stringify(SESSION_INIT));
+  expect(init.status).toBe(200);
+  const sessionId = String(init.headers['mcp-session-id'] ?? '');
+  expect(sessionId).not.toBe('');
+  const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': SESSION_VERSION };
+  const ready = await rawPost(
+    url,
+    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    headers,
+  );
+  expect(ready.status).toBe(202);
+  return headers;
+}
 
 /** The stateless protocol revision. */
 export const MODERN = '2026-07-28';

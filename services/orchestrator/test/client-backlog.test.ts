@@ -1,0 +1,193 @@
+/**
+ * A client that stops reading its SSE stream while a backend goes on talking, through a real
+ * gateway and a real backend: past `limits.maxClientBacklogBytes` the gateway closes that
+ * client's standalone (GET) stream, so what the backend broadcasts does not pile up in the
+ * gateway's memory, while a client that reads gets every message, and the stalled client can
+ * open a new stream; on a request's own stream, notifications are dropped and the answer
+ * still arrives.
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { serveMcpOverHttp } from '@fleet/test-fixtures';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { connectClient, defer, recordingLogger, startGateway, waitFor } from './harness.ts';
+import { openRawSession } from './raw-http.ts';
+
+const LIMIT = 65_536;
+const COUNT = 200;
+const BYTES = 100_000;
+
+/**
+ * A backend whose `broadcast` answers at once and then sends `count` log lines of `bytes`
+ * each, outside any request (the gateway gives them to every session), and whose `chatty`
+ * sends them on its own request's stream before answering.
+ */
+async function startTalkativeBackend() {
+  let chattyDone = false;
+  const served = await serveMcpOverHttp({
+    create: () => {
+      const server = new Server(
+        { name: 'talkative', version: '1.0.0' },
+        { capabilities: { tools: {}, logging: {} } },
+      );
+      const tool = (name: string) => ({
+        name,
+        inputSchema: {
+          type: 'object' as const,
+          properties: { count: { type: 'number' }, bytes: { type: 'number' } },
+        },
+      });
+      server.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: [tool('broadcast'), tool('chatty')],
+      }));
+      server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+        const { count, bytes } = request.params.arguments as { count: number; bytes: number };
+        const line = (i: number) => ({
+          method: 'notifications/message' as const,
+          params: { level: 'info' as const, data: `${i} ${'b'.repeat(bytes)}` },
+        });
+        if (request.params.name === 'chatty') {
+          for (let i = 0; i < count; i++) await extra.sendNotification(line(i));
+          chattyDone = true;
+          return { content: [{ type: 'text', text: 'done' }] };
+        }
+        setTimeout(async () => {
+          for (let i = 0; i < count; i++) await server.notification(line(i));
+        }, 100);
+        return { content: [{ type: 'text', text: 'broadcasting' }] };
+      });
+      return server;
+    },
+  });
+  defer(() => served.close());
+  return { url: served.url, chattyDone: () => chattyDone };
+}
+
+/**
+ * An HTTP exchange whose response is held unread (paused) until `read()`, which reads it to
+ * its end (or until the connection drops) and returns what came.
+ */
+function heldExchange(
+  url: string,
+  options: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown },
+): Promise<{ response: IncomingMessage; read(): Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, {
+      method: options.method,
+      headers: {
+        accept:
+          options.method === 'GET' ? 'text/event-stream' : 'application/json, text/event-stream',
+        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...options.headers,
+      },
+    });
+    req.on('error', reject);
+    req.on('response', (response) => {
+      response.pause();
+      resolve({
+        response,
+        read: () =>
+          new Promise((done) => {
+            let text = '';
+            response.on('data', (chunk: Buffer) => {
+              text += chunk.toString('utf8');
+            });
+            // A stream the gateway closed mid-event ends with an error, not 'end'.
+            response.on('end', () => done(text));
+            response.on('error', () => done(text));
+            response.on('close', () => done(text));
+            response.resume();
+          }),
+      });
+    });
+    req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
+  });
+}
+
+const eventsIn = (text: string) => text.split('event: message').length - 1;
+
+describe('a client that does not read its stream', () => {
+  it('loses its standalone stream past maxClientBacklogBytes, while a reading client gets every message', async () => {
+    const backend = await startTalkativeBackend();
+    const log = recordingLogger();
+    const gateway = await startGateway(
+      `backends:\n  - {id: talk, url: "${backend.url}"}\nlimits: {maxClientBacklogBytes: ${LIMIT}}\n`,
+      { redis: false, log },
+    );
+    const reader = await connectClient(gateway.mcpUrl);
+    const seen: string[] = [];
+    reader.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      seen.push(String(n.params.data).split(' ')[0] as string);
+    });
+    const headers = await openRawSession(gateway.mcpUrl);
+    const stalled = await heldExchange(gateway.mcpUrl, { method: 'GET', headers });
+    expect(stalled.response.statusCode).toBe(200);
+
+    await reader.callTool({ name: 'broadcast', arguments: { count: COUNT, bytes: BYTES } });
+    await waitFor(() => seen.length === COUNT, 30_000, `the reading client's ${COUNT} log lines`);
+    expect(seen).toEqual(Array.from({ length: COUNT }, (_, i) => String(i)));
+
+    // The stalled stream was closed: reading it now ends it, short of the whole broadcast.
+    const got = await stalled.read();
+    expect(eventsIn(got)).toBeLessThan(COUNT);
+    expect(log.warnings).toContainEqual({
+      obj: expect.objectContaining({ action: 'stream-closed', maxBytes: LIMIT }),
+      msg: "closed a client's SSE stream it was not reading (limits.maxClientBacklogBytes)",
+    });
+
+    // Its session lives on: a new stream gets the next broadcast.
+    const again = await heldExchange(gateway.mcpUrl, { method: 'GET', headers });
+    let received = '';
+    again.response.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+    });
+    again.response.resume();
+    defer(async () => {
+      again.response.destroy();
+    });
+    await reader.callTool({ name: 'broadcast', arguments: { count: 1, bytes: 10 } });
+    await waitFor(() => eventsIn(received) === 1, 10_000, 'the next broadcast on a new stream');
+  });
+
+  it("drops a stalled request stream's notifications, and the answer still arrives", async () => {
+    const backend = await startTalkativeBackend();
+    const gateway = await startGateway(
+      `backends:\n  - {id: talk, url: "${backend.url}"}\nlimits: {maxClientBacklogBytes: ${LIMIT}}\n`,
+      { redis: false },
+    );
+    const headers = await openRawSession(gateway.mcpUrl);
+    const call = await heldExchange(gateway.mcpUrl, {
+      method: 'POST',
+      headers,
+      body: {
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'chatty', arguments: { count: COUNT, bytes: BYTES } },
+      },
+    });
+    expect(call.response.headers['content-type']).toBe('text/event-stream');
+    await waitFor(backend.chattyDone, 30_000, 'the backend to send every line');
+    await new Promise((r) => setTimeout(r, 300));
+    const text = await call.read();
+    const messages = text
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map(
+        (line) => JSON.parse(line.slice(6)) as { id?: number; method?: string; result?: unknown },
+      );
+    const lines = messages.filter((m) => m.method === 'notifications/message');
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.length).toBeLessThan(COUNT);
+    expect(messages.at(-1)).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      result: { content: [{ type: 'text', text: 'done' }] },
+    });
+  });
+});
