@@ -342,8 +342,10 @@ export function createInterceptorHttpApp(
         outcome = resultOutcome(result);
         return result;
       } catch (error) {
-        const data = (error as { data?: { reason?: unknown } } | null)?.data;
-        if (data?.reason === 'timeout') outcome = 'timeout';
+        const failure = error as { code?: unknown; data?: { reason?: unknown } } | null;
+        if (failure?.data?.reason === 'timeout') outcome = 'timeout';
+        // The caller's params refused (as the metric counts it): no failure of the service.
+        else if (failure?.code === JsonRpcCode.INVALID_PARAMS) outcome = 'rejected';
         throw error;
       } finally {
         try {

@@ -2,6 +2,7 @@
  * With OpenTelemetry active, the server side continues the caller's trace, and the client
  * side sends the active span's context.
  */
+import { JsonRpcCode, ProtocolError } from '@fleet/core';
 import { trace } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import {
@@ -66,7 +67,7 @@ describe('trace context across the interceptor hop', () => {
     expect(seen[0]?.context).toMatchObject({ traceId: callerTraceId, spanId: callerSpanId });
   });
 
-  it('names type, mode and outcome on the server span: denied, modified, failed, timeout', async () => {
+  it('names type, mode and outcome on the server span: denied, modified, failed, rejected, timeout', async () => {
     exporter.reset();
     const { url } = await serveInterceptors([
       defineValidator({
@@ -88,6 +89,17 @@ describe('trace context across the interceptor hop', () => {
         },
       }),
       defineValidator({
+        name: 'refuses',
+        hooks: [{ events: ['tools/call'], phase: 'request' }],
+        // As the pii-redactor refuses a payload over its engine's limits.
+        handler: () => {
+          throw new ProtocolError(JsonRpcCode.INVALID_PARAMS, 'Invalid params: too deep', {
+            name: 'refuses',
+            reason: 'limit_exceeded',
+          });
+        },
+      }),
+      defineValidator({
         name: 'sleepy',
         hooks: [{ events: ['tools/call'], phase: 'request' }],
         handler: () => new Promise((resolve) => setTimeout(() => resolve(allow()), 500)),
@@ -105,42 +117,34 @@ describe('trace context across the interceptor hop', () => {
     await invoke('no', 'request');
     await invoke('tag', 'response');
     await invoke('broken', 'request');
+    await invoke('refuses', 'request');
+    await invoke('made-up', 'request');
     await invoke('sleepy', 'request', 50);
     await provider.forceFlush();
     const spanOf = (name: string) =>
       exporter.getFinishedSpans().find((s) => s.name === `interceptor/invoke ${name}`);
+    // [type, mode, outcome, status code] of each span.
     const summary = (name: string) => {
       const span = spanOf(name);
-      return {
-        type: span?.attributes['fleet.interceptor.type'],
-        mode: span?.attributes['fleet.interceptor.mode'],
-        outcome: span?.attributes['fleet.interceptor.outcome'],
-        status: span?.status.code,
-      };
+      return [
+        span?.attributes['fleet.interceptor.type'],
+        span?.attributes['fleet.interceptor.mode'],
+        span?.attributes['fleet.interceptor.outcome'],
+        span?.status.code,
+      ];
     };
-    expect(summary('no')).toEqual({
-      type: 'validation',
-      mode: 'audit',
-      outcome: 'denied',
-      status: 0,
-    });
-    expect(summary('tag')).toEqual({
-      type: 'mutation',
-      mode: 'active',
-      outcome: 'modified',
-      status: 0,
-    });
-    expect(summary('broken')).toEqual({
-      type: 'validation',
-      mode: 'active',
-      outcome: 'failed',
-      status: 2,
-    });
-    expect(summary('sleepy')).toEqual({
-      type: 'validation',
-      mode: 'active',
-      outcome: 'timeout',
-      status: 2,
+    expect(
+      Object.fromEntries(
+        ['no', 'tag', 'broken', 'refuses', 'other', 'sleepy'].map((n) => [n, summary(n)]),
+      ),
+    ).toEqual({
+      no: ['validation', 'audit', 'denied', 0],
+      tag: ['mutation', 'active', 'modified', 0],
+      broken: ['validation', 'active', 'failed', 2],
+      refuses: ['validation', 'active', 'rejected', 2],
+      // The kit's own -32602 (no such interceptor) too.
+      other: [undefined, undefined, 'rejected', 2],
+      sleepy: ['validation', 'active', 'timeout', 2],
     });
   });
 });

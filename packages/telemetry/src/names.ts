@@ -74,7 +74,11 @@ export const FLEET_NAMES = {
     FLEET_INTERCEPTOR_TYPE: 'fleet.interceptor.type',
     /** `active` | `audit`. */
     FLEET_INTERCEPTOR_MODE: 'fleet.interceptor.mode',
-    /** One invocation's outcome: `allowed` `warned` `denied` `modified` `unchanged` `failed` `timeout`. */
+    /**
+     * One invocation's outcome: `allowed` `warned` `denied` `modified` `unchanged` `failed`
+     * `timeout`, and on an interceptor service's own span and metric `rejected` (it refused the
+     * caller's params with -32602; the orchestrator counts that answer `failed`).
+     */
     FLEET_INTERCEPTOR_OUTCOME: 'fleet.interceptor.outcome',
     /** Id of the interceptor service (derived from its URL). */
     FLEET_INTERCEPTOR_SERVICE: 'fleet.interceptor.service',
