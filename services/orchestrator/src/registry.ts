@@ -556,10 +556,7 @@ export class Registry {
       await this.#persist(redis, entry);
     } catch (error) {
       await entry.remote.close();
-      throw new RegistryError(
-        503,
-        `could not persist the registration: ${(error as Error).message}`,
-      );
+      throw this.#redisFailed(error, id, 'the registry could not save the registration');
     }
     await this.#replace(entry);
     this.#mutations++;
@@ -587,11 +584,9 @@ export class Registry {
       await this.#options.redis?.hdel(this.#hashKey, id);
       await this.#publish('delete', id);
     } catch (error) {
-      throw new RegistryError(
-        503,
-        `could not remove the registration: Redis is not answering (${(error as Error).message})`,
-        { id },
-      );
+      throw this.#redisFailed(error, id, 'the registry could not remove the registration', {
+        id,
+      });
     }
     this.#entries.delete(id);
     this.#mutations++;
@@ -615,14 +610,30 @@ export class Registry {
         await this.#persist(this.#options.redis, entry);
       } catch (error) {
         // In force on this replica already; Redis keeps the previous registration.
-        throw new RegistryError(
-          503,
-          `refreshed, but could not persist the registration: ${(error as Error).message}`,
+        throw this.#redisFailed(
+          error,
+          id,
+          'refreshed, but the registry could not save the registration',
           { id },
         );
       }
     }
     return this.#view(entry);
+  }
+
+  /**
+   * The 503 of an admin change Redis did not take: the caller gets what failed and a fixed
+   * cause (a driver's error names internals: addresses, timeouts, retry settings), the log
+   * the error itself.
+   */
+  #redisFailed(
+    error: unknown,
+    id: string,
+    failed: string,
+    data: Record<string, unknown> = {},
+  ): RegistryError {
+    this.#options.log.warn({ service: id, err: String(error) }, failed);
+    return new RegistryError(503, `${failed}: Redis is unavailable`, data);
   }
 
   /** Every registered service. */

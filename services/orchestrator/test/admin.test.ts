@@ -459,13 +459,18 @@ describe('admin API', () => {
     expect(JSON.stringify(lines)).not.toContain('not-logged');
   });
 
-  it('answers 503 when Redis does not take a registration, refresh or removal', async () => {
+  it('answers 503 when Redis does not take a registration, refresh or removal, the cause only in the log', async () => {
     const server = await startRedisServer();
     const service = await serveInterceptors([gate]);
-    const gw = await startGateway('', { adminToken: ADMIN, redisUrl: server.url });
+    const warnings: Array<{ fields: object; message: string }> = [];
+    const log = {
+      ...silentLogger,
+      warn: (fields: object, message: string) => warnings.push({ fields, message }),
+    };
+    const gw = await startGateway('', { adminToken: ADMIN, redisUrl: server.url, log });
     const registered = await admin(gw.base, '/services', {
       method: 'POST',
-      body: JSON.stringify({ url: service.url }),
+      body: JSON.stringify({ url: service.url, token: 'svc-secret-1' }),
     });
     expect(registered.status).toBe(201);
     const { id } = (await registered.json()) as { id: string };
@@ -474,20 +479,42 @@ describe('admin API', () => {
     const other = await serveInterceptors([shout]);
     const refused = await admin(gw.base, '/services', {
       method: 'POST',
-      body: JSON.stringify({ url: other.url }),
+      body: JSON.stringify({ url: other.url, token: 'svc-secret-2' }),
     });
     expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: string }).error).toMatch(
-      /^could not persist the registration/,
-    );
+    expect(await refused.json()).toEqual({
+      error: 'the registry could not save the registration: Redis is unavailable',
+      details: {},
+    });
     const refreshed = await admin(gw.base, `/services/${id}/refresh`, { method: 'POST' });
     expect(refreshed.status).toBe(503);
     expect(await refreshed.json()).toEqual({
-      error: expect.stringMatching(/^refreshed, but could not persist the registration/),
+      error: 'refreshed, but the registry could not save the registration: Redis is unavailable',
       details: { id },
     });
     const removed = await admin(gw.base, `/services/${id}`, { method: 'DELETE' });
     expect(removed.status).toBe(503);
+    expect(await removed.json()).toEqual({
+      error: 'the registry could not remove the registration: Redis is unavailable',
+      details: { id },
+    });
+    // What ioredis said is logged, with the service, never its token.
+    const cause = expect.stringMatching(/^\w*Error: /);
+    expect(warnings.filter(({ message }) => message.includes('the registry could'))).toEqual([
+      {
+        message: 'the registry could not save the registration',
+        fields: { service: serviceIdOf(other.url), err: cause },
+      },
+      {
+        message: 'refreshed, but the registry could not save the registration',
+        fields: { service: id, err: cause },
+      },
+      {
+        message: 'the registry could not remove the registration',
+        fields: { service: id, err: cause },
+      },
+    ]);
+    expect(JSON.stringify(warnings)).not.toContain('svc-secret');
     // Nothing changed: the first service is still registered, the refused one is not.
     const listed = (await (await admin(gw.base, '/services')).json()) as {
       services: Array<{ id: string }>;
