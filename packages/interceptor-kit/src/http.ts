@@ -133,6 +133,27 @@ export function errorEnvelope(id: unknown, code: number, message: string, data?:
   return isId(id) ? { jsonrpc: '2.0', id, error } : { jsonrpc: '2.0', error };
 }
 
+/**
+ * A POST the kit has already accepted (Content-Type JSON and Accept taking JSON, in any case,
+ * RFC 9110) in the one form the SDK's transport takes: it compares both headers
+ * case-sensitively and wants `text/event-stream` in Accept even where it answers JSON. It
+ * reads the raw headers, so those are rewritten too.
+ */
+function asCheckedMedia(req: IncomingMessage): void {
+  const forms: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  Object.assign(req.headers, forms);
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const form = forms[(raw[i] as string).toLowerCase()];
+    if (form !== undefined) raw[i + 1] = form;
+  }
+  if (!raw.some((name, i) => i % 2 === 0 && name.toLowerCase() === 'accept'))
+    raw.push('accept', forms.accept as string);
+}
+
 /** The interceptor an invoke's params name (`unknown` when they name none). */
 function nameOf(params: unknown): string {
   const name = (params as { name?: unknown } | null | undefined)?.name;
@@ -431,6 +452,7 @@ export function createInterceptorHttpApp(
           'Invalid Request: not a well-formed JSON-RPC 2.0 message',
           { id },
         );
+      asCheckedMedia(req);
       return sdkHandle(req, res, message);
     }
     if (jsonrpc !== '2.0' || !isId(id)) {

@@ -24,6 +24,21 @@ afterEach(async () => {
       .catch(() => undefined);
 });
 
+/** The session protocol revision (the SDK client's). */
+export const SESSION_VERSION = '2025-11-25';
+
+/** A 2025-11-25 `initialize` request (id 1) that opens a session. */
+export const SESSION_INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: SESSION_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  },
+} as const;
+
 /** One JSON-RPC message as received. */
 export interface Envelope {
   jsonrpc?: unknown;

@@ -8,7 +8,7 @@ import {
   defineValidator,
   listen,
 } from '../src/index.ts';
-import { expectErrorReply, findGc, rawPost, startSlowLoris } from '../src/testing.ts';
+import { expectErrorReply, findGc, rawPost, SESSION_INIT, startSlowLoris } from '../src/testing.ts';
 import { defer } from './helpers.ts';
 
 const INVOKE = {
@@ -228,9 +228,20 @@ describe('kit service under hostile input', () => {
       { accept: 'Application/Json' },
       { accept: 'application/*' },
     ];
-    for (const headers of variants) {
+    // Accept without text/event-stream: the kit answers JSON, so JSON alone is enough.
+    for (const headers of [...variants, { accept: 'application/json' }]) {
       const reply = await rawPost(url, JSON.stringify(INVOKE), headers);
       expect(reply.json).toMatchObject({ id: 3, result: { valid: true } });
+      // initialize and ping go through the SDK's transport, which read these headers
+      // case-sensitively and wanted text/event-stream (415 / 406).
+      const init = await rawPost(url, JSON.stringify(SESSION_INIT), headers);
+      expect(init.status).toBe(200);
+      expect(init.json).toMatchObject({ id: 1, result: { protocolVersion: '2025-11-25' } });
+      const ping = await rawPost(url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }), {
+        ...headers,
+        'mcp-protocol-version': '2025-11-25',
+      });
+      expect(ping.json).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
     }
     expectErrorReply(
       await rawPost(url, JSON.stringify(INVOKE), { 'content-type': 'text/plain' }),

@@ -1,24 +1,14 @@
 /** Raw HTTP against `/mcp` for tests that need exact statuses, headers and envelopes. */
-import { type RawReply, rawPost } from '@fleet/interceptor-kit/testing';
+import {
+  type RawReply,
+  rawPost,
+  SESSION_INIT,
+  SESSION_VERSION,
+} from '@fleet/interceptor-kit/testing';
 import { expect } from 'vitest';
 
 export type { Envelope, RawReply } from '@fleet/interceptor-kit/testing';
-export { rawPost };
-
-/** The session protocol revision (the SDK client's). */
-export const SESSION_VERSION = '2025-11-25';
-
-/** A 2025-11-25 `initialize` request (id 1) that opens a session. */
-export const SESSION_INIT = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: SESSION_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  },
-} as const;
+export { rawPost, SESSION_INIT, SESSION_VERSION };
 
 /**
  * Open a session with raw requests (`initialize`, then `notifications/initialized`) and

@@ -20,7 +20,14 @@ import {
   textOf,
   waitFor,
 } from './harness.ts';
-import { MODERN, modernMeta, postModern, type RawReply, rawPost } from './raw-http.ts';
+import {
+  MODERN,
+  modernMeta,
+  postModern,
+  type RawReply,
+  rawPost,
+  SESSION_INIT,
+} from './raw-http.ts';
 
 async function gateway(extra = '') {
   const backend = await startHttpBackend({ name: 'fx' });
@@ -96,16 +103,7 @@ describe('classifying a POST', () => {
     expect(served.json.result?.content).toEqual([{ type: 'text', text: '[fx] hi' }]);
     // A 2026-07-28 header inside a live session still makes the request stateless, and a
     // stateless request without its metadata is refused rather than downgraded.
-    const init = await rawPost(gw.mcpUrl, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'r', version: '1' },
-      },
-    });
+    const init = await rawPost(gw.mcpUrl, SESSION_INIT);
     const session = String(init.headers['mcp-session-id']);
     const refused = await rawPost(
       gw.mcpUrl,
@@ -149,16 +147,7 @@ describe('classifying a POST', () => {
     expect(get.headers.allow).toBe('POST');
     const client = await connectClient(gw.mcpUrl);
     expect(client).toBeDefined();
-    const init = await rawPost(gw.mcpUrl, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'r', version: '1' },
-      },
-    });
+    const init = await rawPost(gw.mcpUrl, SESSION_INIT);
     const old = await rawPost(
       gw.mcpUrl,
       { jsonrpc: '2.0', id: 3, method: 'tools/list' },
