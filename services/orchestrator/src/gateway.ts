@@ -175,6 +175,16 @@ const CAPABILITY_OF: Record<string, string> = {
   'roots/list': 'roots',
 };
 
+/**
+ * Most resources one session may be subscribed to at once: a session's subscriptions live as
+ * long as it does, so a client subscribing to URI after URI would otherwise grow the gateway's
+ * memory (and its backends') without bound.
+ */
+export const MAX_SUBSCRIPTIONS_PER_SESSION = 1000;
+
+/** Longest resource URI (in characters) a session may subscribe to: it is kept while subscribed. */
+export const MAX_SUBSCRIPTION_URI_LENGTH = 8192;
+
 const IDEMPOTENT = new Set([
   'tools/list',
   'prompts/list',
@@ -356,6 +366,9 @@ export class Gateway {
     const route = target === undefined ? undefined : this.#route(method, target);
     if (method === 'tools/call' && target !== undefined && !route)
       throw unknownTarget(method, target);
+    // Refused before any interceptor sees it, like params too deep.
+    if (method === 'resources/subscribe' && target !== undefined)
+      admitSubscription(session, target);
     const undiscovered = this.#deps.registry.undiscovered();
     if (undiscovered.length > 0) {
       // A configured interceptor service has never answered: we cannot know its hooks, so we
@@ -661,20 +674,31 @@ export class Gateway {
       }
       const route = this.#route(method, name);
       if (!route) throw unknownTarget(method, name);
+      // Held while the backend answers, so concurrent subscribes cannot pass the limit together.
+      const subscribing = method === 'resources/subscribe' && !session.subscriptions.has(name);
+      if (subscribing) {
+        admitSubscription(session, name);
+        session.subscriptions.add(name);
+      }
       const headers =
         method === 'tools/call' && route.backend.http
           ? await this.#paramHeaders(route.backend, route.name, params.arguments)
           : undefined;
-      const result = await this.#call(
-        session,
-        route.backend,
-        method,
-        { ...params, [field]: route.name },
-        extra,
-        scope,
-        headers,
-      );
-      if (method === 'resources/subscribe') session.subscriptions.add(name);
+      let result: Result;
+      try {
+        result = await this.#call(
+          session,
+          route.backend,
+          method,
+          { ...params, [field]: route.name },
+          extra,
+          scope,
+          headers,
+        );
+      } catch (error) {
+        if (subscribing) session.subscriptions.delete(name);
+        throw error;
+      }
       if (method === 'resources/unsubscribe') session.subscriptions.delete(name);
       return method === 'resources/read' ? prefixContents(result, route.backend.prefix) : result;
     }
@@ -933,6 +957,39 @@ async function notify(session: ClientSession, notification: Notification): Promi
   } catch {
     // A gone client or an undeclared capability: nothing to deliver.
   }
+}
+
+/**
+ * Refuse a subscription to `uri` that would take `session` past its bounds: more than
+ * {@link MAX_SUBSCRIPTIONS_PER_SESSION} resources, or a URI longer than
+ * {@link MAX_SUBSCRIPTION_URI_LENGTH}. Subscribing again to a URI it holds is always fine.
+ * @throws {ProtocolError} -32602 `{reason: "limit_exceeded", limit, max}`.
+ */
+function admitSubscription(session: ClientSession, uri: string): void {
+  if (uri.length > MAX_SUBSCRIPTION_URI_LENGTH)
+    throw new ProtocolError(
+      JsonRpcCode.INVALID_PARAMS,
+      `Invalid params: a subscribed resource URI may have at most ${MAX_SUBSCRIPTION_URI_LENGTH} characters`,
+      {
+        reason: 'limit_exceeded',
+        limit: 'subscriptionUriLength',
+        max: MAX_SUBSCRIPTION_URI_LENGTH,
+        field: 'uri',
+      },
+    );
+  if (
+    session.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_SESSION &&
+    !session.subscriptions.has(uri)
+  )
+    throw new ProtocolError(
+      JsonRpcCode.INVALID_PARAMS,
+      `Invalid params: a session may subscribe to at most ${MAX_SUBSCRIPTIONS_PER_SESSION} resources (unsubscribe from one first)`,
+      {
+        reason: 'limit_exceeded',
+        limit: 'subscriptionsPerSession',
+        max: MAX_SUBSCRIPTIONS_PER_SESSION,
+      },
+    );
 }
 
 function principalOf(extra: Extra, session: ClientSession): Principal {

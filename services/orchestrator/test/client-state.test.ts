@@ -1,0 +1,84 @@
+/**
+ * What a client can make the gateway keep on its behalf is bounded: through a real gateway
+ * and a real fixture backend, over raw HTTP, a client that asks for more than a bound gets a
+ * named JSON-RPC error and the gateway (and its backend) keep nothing more.
+ */
+import { startHttpBackend } from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { MAX_SUBSCRIPTION_URI_LENGTH, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway.ts';
+import { defer, startGateway } from './harness.ts';
+import { openRawSession, type RawReply, rawPost } from './raw-http.ts';
+
+async function gatewayWithBackend() {
+  const backend = await startHttpBackend({ name: 'fx' });
+  defer(() => backend.close());
+  const gateway = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n`, {
+    redis: false,
+  });
+  /** Every URI the backend holds a subscription to, over all its sessions. */
+  const backendSubscriptions = () =>
+    [...backend.state.sessions].reduce((n, s) => n + s.subscriptions.size, 0);
+  return { gateway, backend, backendSubscriptions };
+}
+
+/** A raw session on `url` and a way to send it one request. */
+async function rawSession(url: string) {
+  const headers = await openRawSession(url);
+  let nextId = 100;
+  const send = (method: string, params: Record<string, unknown>): Promise<RawReply> =>
+    rawPost(url, { jsonrpc: '2.0', id: nextId++, method, params }, headers);
+  return { headers, send };
+}
+
+function expectLimit(reply: RawReply, data: Record<string, unknown>): void {
+  expect(reply.status).toBe(200);
+  expect(reply.json.error?.code).toBe(-32602);
+  expect(reply.json.error?.data).toEqual({ reason: 'limit_exceeded', ...data });
+}
+
+describe('resource subscriptions of one session', () => {
+  it(`are at most ${MAX_SUBSCRIPTIONS_PER_SESSION}: the next distinct URI is refused, naming the limit`, async () => {
+    const { gateway, backendSubscriptions } = await gatewayWithBackend();
+    const { send } = await rawSession(gateway.mcpUrl);
+    const uri = (i: number) => `fixture://items/${i}`;
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i += 50) {
+      const batch = Array.from({ length: 50 }, (_, j) =>
+        send('resources/subscribe', { uri: uri(i + j) }),
+      );
+      for (const reply of await Promise.all(batch)) expect(reply.json.result).toEqual({});
+    }
+    expect(backendSubscriptions()).toBe(MAX_SUBSCRIPTIONS_PER_SESSION);
+
+    const over = await send('resources/subscribe', { uri: 'fixture://items/one-too-many' });
+    expectLimit(over, { limit: 'subscriptionsPerSession', max: MAX_SUBSCRIPTIONS_PER_SESSION });
+    expect(over.json.error?.message).toContain(`at most ${MAX_SUBSCRIPTIONS_PER_SESSION}`);
+    // The backend never heard of it.
+    expect(backendSubscriptions()).toBe(MAX_SUBSCRIPTIONS_PER_SESSION);
+
+    // Subscribing again to a URI the session holds is no new subscription.
+    expect((await send('resources/subscribe', { uri: uri(7) })).json.result).toEqual({});
+    // Unsubscribing makes room.
+    expect((await send('resources/unsubscribe', { uri: uri(7) })).json.result).toEqual({});
+    const fits = await send('resources/subscribe', { uri: 'fixture://items/one-too-many' });
+    expect(fits.json.result).toEqual({});
+  }, 60_000);
+
+  it(`take URIs of at most ${MAX_SUBSCRIPTION_URI_LENGTH} characters`, async () => {
+    const { gateway, backendSubscriptions } = await gatewayWithBackend();
+    const { send } = await rawSession(gateway.mcpUrl);
+    const prefix = 'fixture://items/';
+    const longest = prefix + 'a'.repeat(MAX_SUBSCRIPTION_URI_LENGTH - prefix.length);
+    expect((await send('resources/subscribe', { uri: longest })).json.result).toEqual({});
+
+    // A 3 MiB URI (within the body limit) used to be held for as long as the session lived.
+    for (const uri of [`${longest}b`, prefix + 'c'.repeat(3 * 1024 * 1024)]) {
+      const refused = await send('resources/subscribe', { uri });
+      expectLimit(refused, {
+        limit: 'subscriptionUriLength',
+        max: MAX_SUBSCRIPTION_URI_LENGTH,
+        field: 'uri',
+      });
+    }
+    expect(backendSubscriptions()).toBe(1);
+  });
+});
