@@ -6,6 +6,7 @@
  */
 import { FleetError, ProtocolError } from '@fleet/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { DEFAULT_INHERITED_ENV_VARS } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CreateMessageRequestSchema,
@@ -200,7 +201,7 @@ export class Backend {
   }
 
   #transport(): Transport {
-    const { url, command, args, env, cwd, headers } = this.config;
+    const { url, command, args, env, inheritEnv, cwd, headers } = this.config;
     if (url !== undefined) {
       return new HttpBackendTransport(new URL(url), {
         headers,
@@ -211,7 +212,7 @@ export class Backend {
     return new StdioBackendTransport({
       command: command as string,
       args,
-      env: { ...(process.env as Record<string, string>), ...env },
+      env: stdioEnvironment(inheritEnv, env),
       cwd,
       maxMessageBytes: this.#maxMessageBytes,
     });
@@ -374,4 +375,23 @@ export class Backend {
     await client?.close().catch(() => undefined);
     await this.#http.close().catch(() => undefined);
   }
+}
+
+/**
+ * A stdio backend's whole environment: of the gateway's own, only the MCP SDK's default set
+ * (HOME, LOGNAME, PATH, SHELL, TERM, USER) and the names in `inherit`, then `env`. Never the
+ * rest, which holds the gateway's secrets. A value that starts with `()` (a shell function,
+ * as the SDK guards) is not passed on.
+ */
+export function stdioEnvironment(
+  inherit: readonly string[],
+  env: Readonly<Record<string, string>>,
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const chosen: Record<string, string> = {};
+  for (const name of [...DEFAULT_INHERITED_ENV_VARS, ...inherit]) {
+    const value = from[name];
+    if (value !== undefined && !value.startsWith('()')) chosen[name] = value;
+  }
+  return { ...chosen, ...env };
 }

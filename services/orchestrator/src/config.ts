@@ -38,7 +38,15 @@ const BackendSchema = z
     url: z.url().optional(),
     command: z.string().min(1).optional(),
     args: z.array(z.string()).default([]),
+    /**
+     * A stdio backend's environment beyond the few variables every child gets (the MCP SDK's
+     * default set: HOME, LOGNAME, PATH, SHELL, TERM, USER). The gateway's own environment
+     * holds its secrets (FLEET_ADMIN_TOKEN, DATABASE_URL, PII_HMAC_KEY, ...), so a
+     * third-party server gets nothing else of it unless named here or in `inheritEnv`.
+     */
     env: z.record(z.string(), z.string()).default({}),
+    /** Names of the gateway's environment variables a stdio backend also gets, when set. */
+    inheritEnv: z.array(z.string().regex(/^[^=\0]+$/, 'an environment variable name')).default([]),
     cwd: z.string().optional(),
     headers: z.record(z.string(), z.string()).default({}),
     /** Namespace for this backend's tools, prompts and resources ("" = none). */

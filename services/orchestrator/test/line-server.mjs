@@ -4,7 +4,8 @@
 //     `size` bytes, its `id` first (head) or last (tail, the SDK's order), written `chunk`
 //     bytes at a time;
 //   {method: "raw", params: {text}}  `text` exactly as given, then the answer {ok: true};
-//   {method: "pid"}  the answer {pid}.
+//   {method: "pid"}  the answer {pid};
+//   {method: "env"}  the answer {env}: its whole environment.
 // With IGNORE_TERM=1 it outlives the end of its stdin and SIGTERM.
 import { createInterface } from 'node:readline';
 
@@ -33,6 +34,8 @@ input.on('line', async (text) => {
     await line({ jsonrpc: '2.0', id, result: { ok: true } });
   } else if (method === 'pid') {
     await line({ jsonrpc: '2.0', id, result: { pid: process.pid } });
+  } else if (method === 'env') {
+    await line({ jsonrpc: '2.0', id, result: { env: process.env } });
   }
 });
 if (process.env.IGNORE_TERM !== '1') input.on('close', () => process.exit(0));

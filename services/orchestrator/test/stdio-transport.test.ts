@@ -7,6 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { stdioEnvironment } from '../src/backends.ts';
 import { StdioBackendTransport } from '../src/stdio-transport.ts';
 import { waitFor } from './harness.ts';
 
@@ -21,7 +22,7 @@ async function start(options: { maxMessageBytes?: number; env?: Record<string, s
   const transport = new StdioBackendTransport({
     command: process.execPath,
     args: [SERVER],
-    env: { ...(process.env as Record<string, string>), ...options.env },
+    env: stdioEnvironment([], options.env ?? {}),
     maxMessageBytes: options.maxMessageBytes,
   });
   const messages: JSONRPCMessage[] = [];
@@ -145,5 +146,47 @@ describe('StdioBackendTransport', () => {
   it('rejects start when the command cannot be spawned', async () => {
     const transport = new StdioBackendTransport({ command: '/nonexistent/mcp-server' });
     await expect(transport.start()).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('stdioEnvironment', () => {
+  const gateway = {
+    PATH: '/usr/bin:/bin',
+    HOME: '/home/fleet',
+    USER: 'fleet',
+    FLEET_ADMIN_TOKEN: 'admin-secret',
+    DATABASE_URL: 'postgres://u:p@db/audit',
+    HTTPS_PROXY: 'http://proxy:3128',
+    BASH_FUNC_x: '() { echo; }',
+  };
+
+  it("gives a child the SDK's default set, the names it inherits and its own env, never the gateway's secrets", () => {
+    expect(
+      stdioEnvironment(['HTTPS_PROXY', 'UNSET_HERE'], { API_KEY: 'k', HOME: '/srv' }, gateway),
+    ).toEqual({
+      PATH: '/usr/bin:/bin',
+      USER: 'fleet',
+      HTTPS_PROXY: 'http://proxy:3128',
+      API_KEY: 'k',
+      HOME: '/srv',
+    });
+  });
+
+  it('passes no shell function on, even when named', () => {
+    expect(stdioEnvironment(['BASH_FUNC_x'], {}, gateway)).not.toHaveProperty('BASH_FUNC_x');
+  });
+
+  it('is what the spawned child sees', async () => {
+    const secret = `secret-${process.pid}`;
+    process.env.FLEET_TEST_SECRET = secret;
+    try {
+      const { ask } = await start({ env: { GIVEN: 'yes' } });
+      const { env } = (await ask('env')).result as { env: Record<string, string> };
+      expect(env.GIVEN).toBe('yes');
+      expect(env.PATH).toBe(process.env.PATH);
+      expect(Object.values(env)).not.toContain(secret);
+    } finally {
+      delete process.env.FLEET_TEST_SECRET;
+    }
   });
 });
