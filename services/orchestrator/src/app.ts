@@ -236,7 +236,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
       }
       activeGateway.sessions.add(session);
       const transport = new StdioIngressTransport(config.limits.maxBodyBytes);
-      transport.onclose = () => activeGateway.sessions.delete(session);
+      transport.onclose = () => activeGateway.closeSession(session);
       await session.server.connect(transport);
     },
     async close() {

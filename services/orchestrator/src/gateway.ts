@@ -207,6 +207,15 @@ export class Gateway {
   readonly #tools: ToolView;
   /** Audit-mode invocations, started in batches. */
   readonly #audits: AuditBatcher;
+  /**
+   * Resource URI (as clients see it) → how many sessions are subscribed to it. A backend has
+   * one connection for every session, so it holds one subscription per URI: it is told to
+   * drop it only when the last session does.
+   */
+  readonly #subscribers = new Map<string, number>();
+  /** URIs no session holds any more, to unsubscribe from at their backends (one at a time). */
+  #orphaned: string[] = [];
+  #releasing = false;
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -674,11 +683,17 @@ export class Gateway {
       }
       const route = this.#route(method, name);
       if (!route) throw unknownTarget(method, name);
+      if (method === 'resources/unsubscribe' && this.#heldByOthers(session, name)) {
+        // The backend's subscription serves other sessions too: it stays.
+        this.#drop(session, name);
+        return {};
+      }
       // Held while the backend answers, so concurrent subscribes cannot pass the limit together.
       const subscribing = method === 'resources/subscribe' && !session.subscriptions.has(name);
       if (subscribing) {
         admitSubscription(session, name);
         session.subscriptions.add(name);
+        this.#subscribers.set(name, (this.#subscribers.get(name) ?? 0) + 1);
       }
       const headers =
         method === 'tools/call' && route.backend.http
@@ -696,10 +711,10 @@ export class Gateway {
           headers,
         );
       } catch (error) {
-        if (subscribing) session.subscriptions.delete(name);
+        if (subscribing) this.#drop(session, name);
         throw error;
       }
-      if (method === 'resources/unsubscribe') session.subscriptions.delete(name);
+      if (method === 'resources/unsubscribe') this.#drop(session, name);
       return method === 'resources/read' ? prefixContents(result, route.backend.prefix) : result;
     }
     if (method === 'completion/complete') {
@@ -737,6 +752,58 @@ export class Gateway {
       JsonRpcCode.METHOD_NOT_FOUND,
       `Method not found: ${shownMethod(method)}`,
     );
+  }
+
+  /** True when a session other than `session` is subscribed to `uri`. */
+  #heldByOthers(session: ClientSession, uri: string): boolean {
+    return (this.#subscribers.get(uri) ?? 0) > (session.subscriptions.has(uri) ? 1 : 0);
+  }
+
+  /** `session` no longer holds `uri`; returns how many sessions still do. */
+  #drop(session: ClientSession, uri: string): number {
+    const held = this.#subscribers.get(uri) ?? 0;
+    if (!session.subscriptions.delete(uri)) return held;
+    if (held > 1) this.#subscribers.set(uri, held - 1);
+    else this.#subscribers.delete(uri);
+    return held - 1;
+  }
+
+  /**
+   * A session ended: it is forgotten, and its subscriptions that no other session holds are
+   * dropped at their backends, which would otherwise keep them (and send their updates) for
+   * as long as the gateway's connection lives.
+   */
+  closeSession(session: ClientSession): void {
+    this.sessions.delete(session);
+    for (const uri of session.subscriptions)
+      if (this.#drop(session, uri) <= 0) this.#orphaned.push(uri);
+    if (this.#orphaned.length > 0 && !this.#releasing) void this.#releaseOrphaned();
+  }
+
+  /** Unsubscribe from the orphaned URIs, one request at a time (never a burst at a backend). */
+  async #releaseOrphaned(): Promise<void> {
+    this.#releasing = true;
+    try {
+      while (this.#orphaned.length > 0) {
+        const batch = this.#orphaned;
+        this.#orphaned = [];
+        for (const uri of batch) {
+          const route = this.router.route(uri);
+          // Subscribed again meanwhile; or a connection that is gone took its subscriptions along.
+          if (this.#subscribers.has(uri) || !route?.backend.connected) continue;
+          await route.backend
+            .request('resources/unsubscribe', { uri: route.name })
+            .catch((error: unknown) =>
+              this.#deps.log.debug(
+                { backend: route.backend.id, err: String(error) },
+                'releasing a subscription of a closed session failed',
+              ),
+            );
+        }
+      }
+    } finally {
+      this.#releasing = false;
+    }
   }
 
   /**
@@ -865,6 +932,7 @@ export class Gateway {
     }
     if (notification.method === 'notifications/resources/updated') {
       const uri = `${backend.prefix}${String(params?.uri)}`;
+      if (!this.#subscribers.has(uri)) return;
       for (const session of this.sessions) {
         if (session.subscriptions.has(uri))
           void notify(session, { method: notification.method, params: { ...params, uri } });

@@ -304,7 +304,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     transport.direct = directRequestHandler(gateway, registry, session);
     transport.onclose = () => {
       if (session.id) sessions.delete(session.id);
-      gateway.sessions.delete(session);
+      gateway.closeSession(session);
     };
     try {
       await session.server.connect(transport);

@@ -4,9 +4,10 @@
  * named JSON-RPC error and the gateway (and its backend) keep nothing more.
  */
 import { startHttpBackend } from '@fleet/test-fixtures';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { MAX_SUBSCRIPTION_URI_LENGTH, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway.ts';
-import { defer, startGateway } from './harness.ts';
+import { connectClient, defer, startGateway, waitFor } from './harness.ts';
 import { openRawSession, type RawReply, rawPost } from './raw-http.ts';
 
 async function gatewayWithBackend() {
@@ -80,5 +81,40 @@ describe('resource subscriptions of one session', () => {
       });
     }
     expect(backendSubscriptions()).toBe(1);
+  });
+
+  it('are released at the backend when the session that held them ends', async () => {
+    const { gateway, backendSubscriptions } = await gatewayWithBackend();
+    const { headers, send } = await rawSession(gateway.mcpUrl);
+    for (let i = 0; i < 20; i++) await send('resources/subscribe', { uri: `fixture://items/${i}` });
+    expect(backendSubscriptions()).toBe(20);
+    const ended = await rawPost(gateway.mcpUrl, '', headers, { method: 'DELETE' });
+    expect(ended.status).toBe(200);
+    // Before, the backend kept every subscription of every session that ever ended.
+    await waitFor(() => backendSubscriptions() === 0, 5000, 'the backend to drop them');
+  });
+
+  it("of two sessions to one URI: one unsubscribing or ending leaves the other's in force", async () => {
+    const { gateway, backendSubscriptions } = await gatewayWithBackend();
+    const counter = 'fixture://counter';
+    const leaving = await rawSession(gateway.mcpUrl);
+    const staying = await connectClient(gateway.mcpUrl, { name: 'staying' });
+    const updates: string[] = [];
+    staying.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params.uri);
+    });
+    await staying.subscribeResource({ uri: counter });
+    expect((await leaving.send('resources/subscribe', { uri: counter })).json.result).toEqual({});
+    // The backend sees one client, the gateway: one unsubscribe used to end it for both.
+    expect((await leaving.send('resources/unsubscribe', { uri: counter })).json.result).toEqual({});
+    await staying.callTool({ name: 'bump', arguments: {} });
+    await waitFor(() => updates.length === 1, 5000, 'an update after the other unsubscribed');
+
+    await leaving.send('resources/subscribe', { uri: counter });
+    await rawPost(gateway.mcpUrl, '', leaving.headers, { method: 'DELETE' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(backendSubscriptions()).toBe(1);
+    await staying.callTool({ name: 'bump', arguments: {} });
+    await waitFor(() => updates.length === 2, 5000, 'an update after the other session ended');
   });
 });
