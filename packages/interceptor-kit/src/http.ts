@@ -91,7 +91,8 @@ function isMcpPath(url: string | undefined): boolean {
   const path = (query === -1 ? url : url.slice(0, query)).toLowerCase();
   return path === MCP_PATH || path === `${MCP_PATH}/`;
 }
-const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
+/** Default `maxBodyBytes`: the largest request (or stdio line) a kit server reads. */
+export const DEFAULT_MAX_BODY = 4 * 1024 * 1024;
 
 function sendJson(
   res: ServerResponse,

@@ -66,7 +66,13 @@ export {
 } from './serve.ts';
 export type { SseEvent } from './sse.ts';
 export { parseSseEvents, SseParser } from './sse.ts';
-export { serveStdio } from './stdio.ts';
+export {
+  BoundedStdioServerTransport,
+  LineReader,
+  type RequestId,
+  serveStdio,
+  writeLine,
+} from './stdio.ts';
 export type { TraceParent } from './trace.ts';
 export {
   activeTraceIds,

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Principal } from '@fleet/core';
-import { isLoopbackName } from '@fleet/interceptor-kit';
+import { BoundedStdioServerTransport, isLoopbackName } from '@fleet/interceptor-kit';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { type AdminAction, createAdminRouter } from './admin.ts';
@@ -22,7 +22,6 @@ import type { Logger } from './logger.ts';
 import { createClientSession } from './mcp-session.ts';
 import { bearerChallenge } from './oauth.ts';
 import { Registry } from './registry.ts';
-import { StdioIngressTransport } from './stdio-transport.ts';
 import { createGatewayTelemetry, tracedInvoker } from './telemetry.ts';
 
 export type { AdminAction } from './admin.ts';
@@ -235,7 +234,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
         };
       }
       activeGateway.sessions.add(session);
-      const transport = new StdioIngressTransport(config.limits.maxBodyBytes);
+      const transport = new BoundedStdioServerTransport(config.limits.maxBodyBytes);
       transport.onclose = () => activeGateway.closeSession(session);
       await session.server.connect(transport);
     },
