@@ -210,8 +210,10 @@ export const OrchestratorConfigSchema = z
           .default(8 * 1024 * 1024),
         /**
          * Longest time a client may take to send a whole request; a slower one (a slow-loris
-         * body) gets HTTP 408 and its connection closed. Streams the gateway sends are not
-         * limited by it.
+         * body) gets HTTP 408 and its connection closed. Also the longest a client may take
+         * none of a long answer (over 64 KiB, sent in pieces): past it the connection is
+         * closed, so a client that does not read cannot hold the answer in the gateway's
+         * memory. How long streams last is not limited by it.
          */
         requestTimeoutMs: z.number().int().min(100).default(30_000),
         /**

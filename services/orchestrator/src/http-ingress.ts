@@ -44,6 +44,7 @@ import { bearerChallenge, type ProtectedResource, protectedResource } from './oa
 import type { Registry } from './registry.ts';
 import {
   acceptPost,
+  type BacklogAction,
   type BacklogOptions,
   type PostedMessage,
   ResponseChannel,
@@ -191,6 +192,15 @@ export function rebindingGuard(
 /** How often a client not reading its stream is logged (the first time, then at most this often). */
 const BACKLOG_LOG_INTERVAL_MS = 60_000;
 
+/** What is logged when the gateway acts on a client that does not read. */
+const BACKLOG_MESSAGES: Record<BacklogAction, string> = {
+  'stream-closed': "closed a client's SSE stream it was not reading (limits.maxClientBacklogBytes)",
+  'notifications-dropped':
+    'dropped notifications for a client not reading its SSE stream (limits.maxClientBacklogBytes)',
+  'connection-closed':
+    'closed the connection of a client that took none of its answer for limits.requestTimeoutMs',
+};
+
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
 const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
 
@@ -222,13 +232,17 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const backlogWarn = logThrottle(BACKLOG_LOG_INTERVAL_MS);
   const backlog: BacklogOptions = {
     maxBacklogBytes: config.limits.maxClientBacklogBytes,
+    stallMs: config.limits.requestTimeoutMs,
     onBacklog: (action) => {
       if (backlogWarn.due())
         log.warn(
-          { action, times: backlogWarn.count, maxBytes: config.limits.maxClientBacklogBytes },
-          action === 'stream-closed'
-            ? "closed a client's SSE stream it was not reading (limits.maxClientBacklogBytes)"
-            : 'dropped notifications for a client not reading its SSE stream (limits.maxClientBacklogBytes)',
+          {
+            action,
+            times: backlogWarn.count,
+            maxBytes: config.limits.maxClientBacklogBytes,
+            stallMs: config.limits.requestTimeoutMs,
+          },
+          BACKLOG_MESSAGES[action],
         );
     },
   };

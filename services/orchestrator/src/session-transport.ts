@@ -75,20 +75,35 @@ export function sendError(
  */
 export const DEFAULT_MAX_CLIENT_BACKLOG_BYTES = 8 * 1024 * 1024;
 
-/** What the gateway did about a client that does not read its stream. */
-export type BacklogAction = 'notifications-dropped' | 'stream-closed';
+/**
+ * Default longest time a client may take none of an answer (`limits.requestTimeoutMs`, the
+ * same budget it has to send its request): past it, the connection is closed.
+ */
+export const DEFAULT_ANSWER_STALL_MS = 30_000;
+
+/**
+ * Answers longer than this (in characters) are written in pieces of this many bytes, each when
+ * the client has taken the one before: a client that stops reading is then noticed, and what it
+ * has not taken stays one buffer instead of growing the socket's queue.
+ */
+export const ANSWER_PIECE_BYTES = 64 * 1024;
+
+/** What the gateway did about a client that does not read its stream or its answer. */
+export type BacklogAction = 'notifications-dropped' | 'stream-closed' | 'connection-closed';
 
 /**
  * The HTTP response to one POSTed request: plain JSON when the answer travels alone, an SSE
  * stream from the first message that must go before it (progress, a log line, a
  * server-to-client request). Once streaming, the HTTP status is 200 whatever the answer.
  * While more than `maxBacklogBytes` wait unread on the stream, notifications for it are
- * dropped (each is superseded or informational); requests and the answer still go.
+ * dropped (each is superseded or informational); requests and the answer still go. A long
+ * answer goes in pieces; a client that takes none of it for `stallMs` loses the connection.
  */
 export class ResponseChannel {
   readonly res: ServerResponse;
   readonly #headers: Record<string, string>;
   readonly #maxBacklogBytes: number;
+  readonly #stallMs: number;
   readonly #onBacklog: ((action: BacklogAction) => void) | undefined;
   #sse = false;
   #dropping = false;
@@ -101,6 +116,7 @@ export class ResponseChannel {
     this.res = res;
     this.#headers = headers;
     this.#maxBacklogBytes = backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
+    this.#stallMs = backlog.stallMs ?? DEFAULT_ANSWER_STALL_MS;
     this.#onBacklog = backlog.onBacklog;
   }
 
@@ -132,6 +148,10 @@ export class ResponseChannel {
   /** Send the answer and end the response; `status` applies only to a plain-JSON answer. */
   finish(json: string, status = 200): void {
     if (this.closed) return;
+    if (json.length > ANSWER_PIECE_BYTES) {
+      this.#finishInPieces(json, status);
+      return;
+    }
     if (this.#sse) {
       this.res.end(`event: message\ndata: ${json}\n\n`);
       return;
@@ -143,6 +163,44 @@ export class ResponseChannel {
         'content-length': Buffer.byteLength(json),
       })
       .end(json);
+  }
+
+  #finishInPieces(json: string, status: number): void {
+    const { res } = this;
+    // Bytes, so that a piece never splits a character's UTF-8 sequence.
+    const data = Buffer.from(this.#sse ? `event: message\ndata: ${json}\n\n` : json);
+    if (!this.#sse)
+      res.writeHead(status, {
+        ...this.#headers,
+        'content-type': 'application/json',
+        'content-length': data.length,
+      });
+    let offset = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stalled = () => {
+      if (!res.socket) {
+        // Still queued behind an earlier answer on its connection (pipelining): not its turn.
+        timer = setTimeout(stalled, this.#stallMs).unref();
+        return;
+      }
+      res.destroy();
+      this.#onBacklog?.('connection-closed');
+    };
+    const pump = () => {
+      clearTimeout(timer);
+      while (offset < data.length) {
+        const piece = data.subarray(offset, offset + ANSWER_PIECE_BYTES);
+        offset += piece.length;
+        if (offset === data.length) res.end(piece);
+        else if (!res.write(piece)) {
+          timer = setTimeout(stalled, this.#stallMs).unref();
+          res.once('drain', pump);
+          return;
+        }
+      }
+    };
+    res.once('close', () => clearTimeout(timer));
+    pump();
   }
 }
 
@@ -313,6 +371,8 @@ function errorResponse(id: RequestId, error: unknown): JSONRPCMessage {
 export interface BacklogOptions {
   /** Default {@link DEFAULT_MAX_CLIENT_BACKLOG_BYTES}. */
   maxBacklogBytes?: number | undefined;
+  /** How long a client may take none of a long answer; default {@link DEFAULT_ANSWER_STALL_MS}. */
+  stallMs?: number | undefined;
   onBacklog?: ((action: BacklogAction) => void) | undefined;
 }
 

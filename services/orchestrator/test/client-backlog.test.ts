@@ -7,7 +7,7 @@
  * still arrives.
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { serveMcpOverHttp } from '@fleet/test-fixtures';
+import { serveMcpOverHttp, startHttpBackend } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -190,4 +190,80 @@ describe('a client that does not read its stream', () => {
       result: { content: [{ type: 'text', text: 'done' }] },
     });
   });
+});
+
+describe('a client that does not read its answer', () => {
+  /** More than the kernel's socket buffers take in, so that the gateway holds the rest. */
+  const ANSWER = 24 * 1024 * 1024;
+  const STALL_MS = 1000;
+
+  async function gatewayWithLongAnswers() {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const log = recordingLogger();
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}
+limits: {maxResponseBytes: ${2 * ANSWER}, requestTimeoutMs: ${STALL_MS}}\n`,
+      { redis: false, log },
+    );
+    const headers = await openRawSession(gateway.mcpUrl);
+    const call = (id: number) =>
+      heldExchange(gateway.mcpUrl, {
+        method: 'POST',
+        headers,
+        body: {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'many', arguments: { n: 1, size: ANSWER } },
+        },
+      });
+    return { log, call };
+  }
+
+  it('loses the connection once it has taken none of it for limits.requestTimeoutMs', async () => {
+    const { log, call } = await gatewayWithLongAnswers();
+    const stalled = await call(7);
+    // Before, the gateway held what the client did not take for as long as the connection
+    // stayed open (30 such clients: +590 MB of heap, never released).
+    await waitFor(
+      () =>
+        log.warnings.some((w) => (w.obj as { action?: unknown }).action === 'connection-closed'),
+      STALL_MS * 10,
+      'the gateway to give up on the answer',
+    );
+    expect(log.warnings).toContainEqual({
+      obj: expect.objectContaining({ action: 'connection-closed', stallMs: STALL_MS }),
+      msg: 'closed the connection of a client that took none of its answer for limits.requestTimeoutMs',
+    });
+    // What was already on its way arrives; the rest never does.
+    const got = await stalled.read();
+    expect(got.length).toBeGreaterThan(0);
+    expect(got.length).toBeLessThan(ANSWER);
+  }, 30_000);
+
+  it('is sent whole to a client that reads it slowly, pausing for less than that', async () => {
+    const { log, call } = await gatewayWithLongAnswers();
+    const slow = await call(8);
+    const { response } = slow;
+    const chunks: Buffer[] = [];
+    let sincePause = 0;
+    response.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      sincePause += chunk.length;
+      // Read 4 MiB, then nothing for half the budget.
+      if (sincePause < 4 * 1024 * 1024) return;
+      sincePause = 0;
+      response.pause();
+      setTimeout(() => response.resume(), STALL_MS / 2);
+    });
+    await new Promise((resolve) => response.once('end', resolve).resume());
+    const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      id: number;
+      result: { content: Array<{ text: string }> };
+    };
+    expect(answer.id).toBe(8);
+    expect(answer.result.content[0]?.text.length).toBe(ANSWER);
+    expect(log.warnings).toEqual([]);
+  }, 60_000);
 });
