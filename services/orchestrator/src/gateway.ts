@@ -216,6 +216,11 @@ export class Gateway {
   /** URIs no session holds any more, to unsubscribe from at their backends (one at a time). */
   #orphaned: string[] = [];
   #releasing = false;
+  /**
+   * Backends being told that the client's roots changed → the notification to send them once
+   * that is done (the latest one; undefined when none arrived meanwhile).
+   */
+  readonly #rootsChanges = new Map<Backend, { next: Notification | undefined }>();
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
@@ -1014,7 +1019,30 @@ export class Gateway {
         notification.params as Record<string, unknown> | undefined,
       );
       const forwarded = { method: notification.method, ...(params ? { params } : {}) };
-      await Promise.all(this.#deps.backends.map((b) => b.notify(forwarded)));
+      await Promise.all(this.#deps.backends.map((b) => this.#rootsChanged(b, forwarded)));
+    }
+  }
+
+  /**
+   * Tell `backend` that roots changed, one notification at a time: those arriving while one is
+   * on its way collapse into one more (the latest), sent when it is done. A client answered 202
+   * at once could otherwise pile up a POST per notification, per backend, in the gateway.
+   */
+  async #rootsChanged(backend: Backend, notification: Notification): Promise<void> {
+    const sending = this.#rootsChanges.get(backend);
+    if (sending) {
+      sending.next = notification;
+      return;
+    }
+    const state: { next: Notification | undefined } = { next: notification };
+    this.#rootsChanges.set(backend, state);
+    try {
+      for (let next = state.next; next !== undefined; next = state.next) {
+        state.next = undefined;
+        await backend.notify(next);
+      }
+    } finally {
+      this.#rootsChanges.delete(backend);
     }
   }
 }

@@ -3,11 +3,12 @@
  * and a real fixture backend, over raw HTTP, a client that asks for more than a bound gets a
  * named JSON-RPC error and the gateway (and its backend) keep nothing more.
  */
+import { createServer } from 'node:http';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { MAX_SUBSCRIPTION_URI_LENGTH, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway.ts';
-import { connectClient, defer, startGateway, waitFor } from './harness.ts';
+import { connectClient, defer, listenLoopback, startGateway, waitFor } from './harness.ts';
 import { openRawSession, type RawReply, rawPost } from './raw-http.ts';
 
 async function gatewayWithBackend() {
@@ -116,5 +117,71 @@ describe('resource subscriptions of one session', () => {
     expect(backendSubscriptions()).toBe(1);
     await staying.callTool({ name: 'bump', arguments: {} });
     await waitFor(() => updates.length === 2, 5000, 'an update after the other session ended');
+  });
+});
+
+/**
+ * A minimal MCP backend over HTTP that takes `ackMs` to accept each notification (a busy
+ * server): it counts the `notifications/roots/list_changed` it was sent and how many it had
+ * at once.
+ */
+async function slowNotificationBackend(ackMs: number) {
+  const seen = { total: 0, open: 0, mostOpen: 0, last: 0 };
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let body = '';
+    req.on('data', (chunk: Buffer) => {
+      body += chunk.toString('utf8');
+    });
+    req.on('end', () => {
+      const message = JSON.parse(body) as { id?: number; method?: string };
+      if (message.method === 'initialize') {
+        const result = {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          serverInfo: { name: 'slow', version: '1' },
+        };
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's1' });
+        return void res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      }
+      if (message.method !== 'notifications/roots/list_changed')
+        return void res.writeHead(202).end();
+      seen.total++;
+      seen.open++;
+      seen.mostOpen = Math.max(seen.mostOpen, seen.open);
+      setTimeout(() => {
+        seen.open--;
+        seen.last = performance.now();
+        res.writeHead(202).end();
+      }, ackMs);
+    });
+  });
+  return { url: `${await listenLoopback(server)}/mcp`, seen };
+}
+
+describe("a client's notifications/roots/list_changed", () => {
+  it('reach a busy backend one at a time, however many the client sends', async () => {
+    const ACK_MS = 200;
+    const SENT = 1000;
+    const backend = await slowNotificationBackend(ACK_MS);
+    const gateway = await startGateway(`backends:\n  - {id: slow, url: "${backend.url}"}\n`, {
+      redis: false,
+    });
+    const { headers } = await rawSession(gateway.mcpUrl);
+    const changed = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    for (let i = 0; i < SENT; i += 50) {
+      const batch = Array.from({ length: 50 }, () => rawPost(gateway.mcpUrl, changed, headers));
+      for (const reply of await Promise.all(batch)) expect(reply.status).toBe(202);
+    }
+    const sentAt = performance.now();
+    // The backend hears of the change after the client's last notification, and the gateway
+    // holds none: it used to queue one POST per notification (each waiting for the backend).
+    await waitFor(
+      () => backend.seen.open === 0 && backend.seen.last > sentAt,
+      10_000,
+      'the last one',
+    );
+    expect(backend.seen.mostOpen).toBe(1);
+    expect(backend.seen.total).toBeLessThan(SENT / 10);
   });
 });
