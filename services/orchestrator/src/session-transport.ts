@@ -88,6 +88,13 @@ export const DEFAULT_ANSWER_STALL_MS = 30_000;
  */
 export const ANSWER_PIECE_BYTES = 64 * 1024;
 
+/**
+ * Most bytes (as JSON) of an `initialize` request's params: the session keeps the client's
+ * `clientInfo` and `capabilities` for as long as it lives, so without a bound each of the
+ * 10,000 sessions could hold a whole request body (real clients send well under 2 KiB).
+ */
+export const MAX_INITIALIZE_PARAMS_BYTES = 64 * 1024;
+
 /** What the gateway did about a client that does not read its stream or its answer. */
 export type BacklogAction = 'notifications-dropped' | 'stream-closed' | 'connection-closed';
 
@@ -455,6 +462,21 @@ export class SessionTransport implements Transport {
         },
       );
     } else {
+      const bytes = Buffer.byteLength(JSON.stringify(message.params ?? {}));
+      if (bytes > MAX_INITIALIZE_PARAMS_BYTES)
+        return sendError(
+          res,
+          'INVALID_PARAMS',
+          `Invalid params: initialize params may take at most ${MAX_INITIALIZE_PARAMS_BYTES} bytes (${bytes} sent)`,
+          {
+            id: message.id,
+            data: {
+              reason: 'limit_exceeded',
+              limit: 'initializeParamsBytes',
+              max: MAX_INITIALIZE_PARAMS_BYTES,
+            },
+          },
+        );
       this.sessionId = randomUUID();
     }
     const extra = {

@@ -8,8 +8,9 @@ import { startHttpBackend } from '@fleet/test-fixtures';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { MAX_SUBSCRIPTION_URI_LENGTH, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway.ts';
+import { MAX_INITIALIZE_PARAMS_BYTES } from '../src/session-transport.ts';
 import { connectClient, defer, listenLoopback, startGateway, waitFor } from './harness.ts';
-import { openRawSession, type RawReply, rawPost } from './raw-http.ts';
+import { openRawSession, type RawReply, rawPost, SESSION_INIT } from './raw-http.ts';
 
 async function gatewayWithBackend() {
   const backend = await startHttpBackend({ name: 'fx' });
@@ -37,6 +38,41 @@ function expectLimit(reply: RawReply, data: Record<string, unknown>): void {
   expect(reply.json.error?.code).toBe(-32602);
   expect(reply.json.error?.data).toEqual({ reason: 'limit_exceeded', ...data });
 }
+
+describe('initialize', () => {
+  it(`takes params of at most ${MAX_INITIALIZE_PARAMS_BYTES} bytes, which its session keeps`, async () => {
+    const { gateway } = await gatewayWithBackend();
+    const initialize = (name: string, experimental: Record<string, unknown> = {}) =>
+      rawPost(gateway.mcpUrl, {
+        ...SESSION_INIT,
+        params: {
+          ...SESSION_INIT.params,
+          clientInfo: { name, version: '1' },
+          capabilities: { experimental },
+        },
+      });
+    // 50 sessions opened with 3 MiB of clientInfo and capabilities each used to hold +163 MB
+    // of heap until they expired: 32 GB at the 10,000-session cap.
+    for (const [name, experimental] of [
+      ['x'.repeat(MAX_INITIALIZE_PARAMS_BYTES), {}],
+      ['client', { padding: { text: 'y'.repeat(3 * 1024 * 1024) } }],
+    ] as const) {
+      const refused = await initialize(name, experimental);
+      expect(refused.status).toBe(400);
+      expect(refused.json).toMatchObject({ id: 1, error: { code: -32602 } });
+      expect(refused.json.error?.data).toEqual({
+        reason: 'limit_exceeded',
+        limit: 'initializeParamsBytes',
+        max: MAX_INITIALIZE_PARAMS_BYTES,
+      });
+      expect(refused.headers['mcp-session-id']).toBeUndefined();
+    }
+    expect(gateway.orchestrator.gateway.sessions.size).toBe(0);
+    const opened = await initialize('a real client', { 'io.example/feature': { on: true } });
+    expect(opened.status).toBe(200);
+    expect(gateway.orchestrator.gateway.sessions.size).toBe(1);
+  });
+});
 
 describe('resource subscriptions of one session', () => {
   it(`are at most ${MAX_SUBSCRIPTIONS_PER_SESSION}: the next distinct URI is refused, naming the limit`, async () => {
