@@ -185,6 +185,12 @@ export const MAX_SUBSCRIPTIONS_PER_SESSION = 1000;
 /** Longest resource URI (in characters) a session may subscribe to: it is kept while subscribed. */
 export const MAX_SUBSCRIPTION_URI_LENGTH = 8192;
 
+/**
+ * Most characters the URIs one session subscribes to may have in all (256 Ki): with the two
+ * bounds above alone, each of the 10,000 sessions could hold 8 MiB of URIs.
+ */
+export const MAX_SUBSCRIBED_URI_CHARACTERS = 256 * 1024;
+
 const IDEMPOTENT = new Set([
   'tools/list',
   'prompts/list',
@@ -1057,35 +1063,50 @@ async function notify(session: ClientSession, notification: Notification): Promi
 
 /**
  * Refuse a subscription to `uri` that would take `session` past its bounds: more than
- * {@link MAX_SUBSCRIPTIONS_PER_SESSION} resources, or a URI longer than
- * {@link MAX_SUBSCRIPTION_URI_LENGTH}. Subscribing again to a URI it holds is always fine.
+ * {@link MAX_SUBSCRIPTIONS_PER_SESSION} resources, a URI longer than
+ * {@link MAX_SUBSCRIPTION_URI_LENGTH}, or URIs longer than {@link MAX_SUBSCRIBED_URI_CHARACTERS}
+ * in all. Subscribing again to a URI it holds is always fine.
  * @throws {ProtocolError} -32602 `{reason: "limit_exceeded", limit, max}`.
  */
 function admitSubscription(session: ClientSession, uri: string): void {
+  const { subscriptions } = session;
+  if (subscriptions.has(uri)) return;
   if (uri.length > MAX_SUBSCRIPTION_URI_LENGTH)
-    throw new ProtocolError(
-      JsonRpcCode.INVALID_PARAMS,
-      `Invalid params: a subscribed resource URI may have at most ${MAX_SUBSCRIPTION_URI_LENGTH} characters`,
-      {
-        reason: 'limit_exceeded',
-        limit: 'subscriptionUriLength',
-        max: MAX_SUBSCRIPTION_URI_LENGTH,
-        field: 'uri',
-      },
+    throw overLimit(
+      'subscriptionUriLength',
+      MAX_SUBSCRIPTION_URI_LENGTH,
+      `a subscribed resource URI may have at most ${MAX_SUBSCRIPTION_URI_LENGTH} characters`,
+      { field: 'uri' },
     );
-  if (
-    session.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_SESSION &&
-    !session.subscriptions.has(uri)
-  )
-    throw new ProtocolError(
-      JsonRpcCode.INVALID_PARAMS,
-      `Invalid params: a session may subscribe to at most ${MAX_SUBSCRIPTIONS_PER_SESSION} resources (unsubscribe from one first)`,
-      {
-        reason: 'limit_exceeded',
-        limit: 'subscriptionsPerSession',
-        max: MAX_SUBSCRIPTIONS_PER_SESSION,
-      },
+  if (subscriptions.size >= MAX_SUBSCRIPTIONS_PER_SESSION)
+    throw overLimit(
+      'subscriptionsPerSession',
+      MAX_SUBSCRIPTIONS_PER_SESSION,
+      `a session may subscribe to at most ${MAX_SUBSCRIPTIONS_PER_SESSION} resources (unsubscribe from one first)`,
     );
+  let characters = uri.length;
+  for (const held of subscriptions) characters += held.length;
+  if (characters > MAX_SUBSCRIBED_URI_CHARACTERS)
+    throw overLimit(
+      'subscribedUriCharacters',
+      MAX_SUBSCRIBED_URI_CHARACTERS,
+      `the URIs a session subscribes to may have at most ${MAX_SUBSCRIBED_URI_CHARACTERS} characters in all (unsubscribe from one first)`,
+    );
+}
+
+/** -32602 for params past one of the gateway's fixed bounds: `{reason: "limit_exceeded", limit, max, ...data}`. */
+function overLimit(
+  limit: string,
+  max: number,
+  text: string,
+  data: Record<string, unknown> = {},
+): ProtocolError {
+  return new ProtocolError(JsonRpcCode.INVALID_PARAMS, `Invalid params: ${text}`, {
+    reason: 'limit_exceeded',
+    limit,
+    max,
+    ...data,
+  });
 }
 
 function principalOf(extra: Extra, session: ClientSession): Principal {

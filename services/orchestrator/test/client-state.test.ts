@@ -7,7 +7,11 @@ import { createServer } from 'node:http';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { MAX_SUBSCRIPTION_URI_LENGTH, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway.ts';
+import {
+  MAX_SUBSCRIBED_URI_CHARACTERS,
+  MAX_SUBSCRIPTION_URI_LENGTH,
+  MAX_SUBSCRIPTIONS_PER_SESSION,
+} from '../src/gateway.ts';
 import { MAX_INITIALIZE_PARAMS_BYTES } from '../src/session-transport.ts';
 import { connectClient, defer, listenLoopback, startGateway, waitFor } from './harness.ts';
 import { openRawSession, type RawReply, rawPost, SESSION_INIT } from './raw-http.ts';
@@ -118,6 +122,26 @@ describe('resource subscriptions of one session', () => {
       });
     }
     expect(backendSubscriptions()).toBe(1);
+  });
+
+  it(`take URIs of at most ${MAX_SUBSCRIBED_URI_CHARACTERS} characters in all`, async () => {
+    const { gateway, backendSubscriptions } = await gatewayWithBackend();
+    const { send } = await rawSession(gateway.mcpUrl);
+    // Under the two bounds above alone, a session could hold 1,000 URIs of 8,192 characters.
+    const count = MAX_SUBSCRIBED_URI_CHARACTERS / MAX_SUBSCRIPTION_URI_LENGTH;
+    const uri = (i: number) => {
+      const head = `fixture://items/${i}/`;
+      return head + 'a'.repeat(MAX_SUBSCRIPTION_URI_LENGTH - head.length);
+    };
+    for (let i = 0; i < count; i++)
+      expect((await send('resources/subscribe', { uri: uri(i) })).json.result).toEqual({});
+    const over = await send('resources/subscribe', { uri: 'fixture://items/x' });
+    expectLimit(over, { limit: 'subscribedUriCharacters', max: MAX_SUBSCRIBED_URI_CHARACTERS });
+    expect(backendSubscriptions()).toBe(count);
+    await send('resources/unsubscribe', { uri: uri(0) });
+    expect((await send('resources/subscribe', { uri: 'fixture://items/x' })).json.result).toEqual(
+      {},
+    );
   });
 
   it('are released at the backend when the session that held them ends', async () => {
