@@ -175,6 +175,9 @@ const CAPABILITY_OF: Record<string, string> = {
   'roots/list': 'roots',
 };
 
+/** Longest method name (in characters) the gateway serves or forwards. */
+export const MAX_METHOD_LENGTH = 256;
+
 /**
  * Most resources one session may be subscribed to at once: a session's subscriptions live as
  * long as it does, so a client subscribing to URI after URI would otherwise grow the gateway's
@@ -281,6 +284,14 @@ export class Gateway {
     extra: Extra,
   ): Promise<Result> {
     const { telemetry } = this.#deps;
+    if (method.length > MAX_METHOD_LENGTH)
+      // No MCP method is anywhere near as long. Refused before it names an event: the
+      // registry caches a chain plan per event name (1,024 of them, names of any length).
+      throw new ProtocolError(
+        JsonRpcCode.METHOD_NOT_FOUND,
+        `Method not found: ${shownMethod(method)} (longer than ${MAX_METHOD_LENGTH} characters)`,
+        { reason: 'limit_exceeded', limit: 'methodLength', max: MAX_METHOD_LENGTH },
+      );
     const maxDepth = this.#deps.config.limits.maxDepth;
     const tooDeep = nestedBeyond(received, maxDepth, 'params');
     if (tooDeep !== undefined) {

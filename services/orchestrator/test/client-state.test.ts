@@ -8,6 +8,7 @@ import { startHttpBackend } from '@fleet/test-fixtures';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import {
+  MAX_METHOD_LENGTH,
   MAX_SUBSCRIBED_URI_CHARACTERS,
   MAX_SUBSCRIPTION_URI_LENGTH,
   MAX_SUBSCRIPTIONS_PER_SESSION,
@@ -75,6 +76,30 @@ describe('initialize', () => {
     const opened = await initialize('a real client', { 'io.example/feature': { on: true } });
     expect(opened.status).toBe(200);
     expect(gateway.orchestrator.gateway.sessions.size).toBe(1);
+  });
+});
+
+describe('a method name', () => {
+  it(`of more than ${MAX_METHOD_LENGTH} characters is not found, naming the limit`, async () => {
+    const { gateway } = await gatewayWithBackend();
+    const { send } = await rawSession(gateway.mcpUrl);
+    // The longest passes to the backend, which knows no such method either.
+    const longest = await send(`x/${'m'.repeat(MAX_METHOD_LENGTH - 2)}`, {});
+    expect(longest.json.error?.code).toBe(-32601);
+    expect(longest.json.error?.data).toBeUndefined();
+    // 100 made-up methods of 3 MiB each used to leave +631 MB of heap behind: the registry's
+    // chain plans (1,024 event names of any length) until the next registry change.
+    for (const method of [`x/${'m'.repeat(MAX_METHOD_LENGTH - 1)}`, 'y'.repeat(3 * 1024 * 1024)]) {
+      const refused = await send(method, {});
+      expect(refused.status).toBe(200);
+      expect(refused.json.error?.code).toBe(-32601);
+      expect(refused.json.error?.data).toEqual({
+        reason: 'limit_exceeded',
+        limit: 'methodLength',
+        max: MAX_METHOD_LENGTH,
+      });
+      expect(refused.json.error?.message.length).toBeLessThan(300);
+    }
   });
 });
 
