@@ -9,18 +9,23 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { serveMcpOverHttp, startHttpBackend } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  LoggingMessageNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { connectClient, defer, recordingLogger, startGateway, waitFor } from './harness.ts';
-import { openRawSession } from './raw-http.ts';
+import { defer, recordingLogger, startGateway, waitFor } from './harness.ts';
+import { openRawSession, rawPost } from './raw-http.ts';
 
-const LIMIT = 65_536;
-const COUNT = 200;
-const BYTES = 100_000;
+const LIMIT = 1_048_576;
+// 32 MB in all: far more than the kernel's socket buffers take for a stalled client (a few
+// MB on loopback), in lines far under the limit.
+const COUNT = 2000;
+const BYTES = 16_000;
+
+/**
+ * One turn of the event loop. The backend, the gateway and the clients share this process:
+ * a backend that wrote all its lines in one go (each send resolves at once) would let none
+ * of the others read until it was done, and a reading client would look stalled.
+ */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * A backend whose `broadcast` answers at once and then sends `count` log lines of `bytes`
@@ -52,12 +57,18 @@ async function startTalkativeBackend() {
           params: { level: 'info' as const, data: `${i} ${'b'.repeat(bytes)}` },
         });
         if (request.params.name === 'chatty') {
-          for (let i = 0; i < count; i++) await extra.sendNotification(line(i));
+          for (let i = 0; i < count; i++) {
+            await extra.sendNotification(line(i));
+            await turn();
+          }
           chattyDone = true;
           return { content: [{ type: 'text', text: 'done' }] };
         }
         setTimeout(async () => {
-          for (let i = 0; i < count; i++) await server.notification(line(i));
+          for (let i = 0; i < count; i++) {
+            await server.notification(line(i));
+            await turn();
+          }
         }, 100);
         return { content: [{ type: 'text', text: 'broadcasting' }] };
       });
@@ -119,16 +130,43 @@ describe('a client that does not read its stream', () => {
       `backends:\n  - {id: talk, url: "${backend.url}"}\nlimits: {maxClientBacklogBytes: ${LIMIT}}\n`,
       { redis: false, log },
     );
-    const reader = await connectClient(gateway.mcpUrl);
+    // The reading client takes its stream as fast as it comes (raw, so that parsing never
+    // makes it the slower side: lines far under the limit, a reader far faster than the
+    // gateway's writing, so its own backlog stays near zero).
+    const readerHeaders = await openRawSession(gateway.mcpUrl);
+    const reading = await heldExchange(gateway.mcpUrl, { method: 'GET', headers: readerHeaders });
     const seen: string[] = [];
-    reader.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      seen.push(String(n.params.data).split(' ')[0] as string);
+    let unread = '';
+    reading.response.on('data', (chunk: Buffer) => {
+      const events = (unread + chunk.toString('utf8')).split('\n\n');
+      unread = events.pop() ?? '';
+      for (const event of events) {
+        const data = event.split('\n').find((line) => line.startsWith('data: '));
+        if (data === undefined) continue;
+        const message = JSON.parse(data.slice(6)) as { params?: { data?: string } };
+        seen.push(String(message.params?.data).split(' ')[0] as string);
+      }
+    });
+    reading.response.resume();
+    defer(async () => {
+      reading.response.destroy();
     });
     const headers = await openRawSession(gateway.mcpUrl);
     const stalled = await heldExchange(gateway.mcpUrl, { method: 'GET', headers });
     expect(stalled.response.statusCode).toBe(200);
 
-    await reader.callTool({ name: 'broadcast', arguments: { count: COUNT, bytes: BYTES } });
+    const broadcast = (count: number, bytes: number) =>
+      rawPost(
+        gateway.mcpUrl,
+        {
+          jsonrpc: '2.0',
+          id: count,
+          method: 'tools/call',
+          params: { name: 'broadcast', arguments: { count, bytes } },
+        },
+        readerHeaders,
+      );
+    await broadcast(COUNT, BYTES);
     await waitFor(() => seen.length === COUNT, 30_000, `the reading client's ${COUNT} log lines`);
     expect(seen).toEqual(Array.from({ length: COUNT }, (_, i) => String(i)));
 
@@ -150,9 +188,9 @@ describe('a client that does not read its stream', () => {
     defer(async () => {
       again.response.destroy();
     });
-    await reader.callTool({ name: 'broadcast', arguments: { count: 1, bytes: 10 } });
+    await broadcast(1, 10);
     await waitFor(() => eventsIn(received) === 1, 10_000, 'the next broadcast on a new stream');
-  });
+  }, 60_000);
 
   it("drops a stalled request stream's notifications, and the answer still arrives", async () => {
     const backend = await startTalkativeBackend();
