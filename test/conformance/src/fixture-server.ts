@@ -10,8 +10,8 @@
  * The texts follow the scenario descriptions (`conformance server --scenario X --verbose`).
  */
 
-import type { IncomingMessage } from 'node:http';
 import { LOGGING_LEVELS } from '@fleet/core';
+import { rebindingGuard } from '@fleet/interceptor-kit';
 import { serveMcpOverHttp } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -675,27 +675,11 @@ class MemoryEventStore implements EventStore {
   }
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-function loopbackHostname(value: string): boolean {
-  try {
-    return LOOPBACK.has(new URL(value).hostname);
-  } catch {
-    return false;
-  }
-}
-
 /**
- * DNS-rebinding protection: the Host header (port-agnostic, as the SDK's
- * `localhostHostValidation` middleware) and, when present, the Origin must be loopback.
+ * DNS-rebinding protection: the Host header (any port) and, when present, the Origin must be
+ * loopback. The kit's guard, as the orchestrator applies it (Host checked on every connection).
  */
-export function rebindingProblem(req: IncomingMessage): string | undefined {
-  const host = req.headers.host;
-  if (!host || !loopbackHostname(`http://${host}`)) return `Invalid Host: ${host ?? '(none)'}`;
-  const origin = req.headers.origin;
-  if (origin !== undefined && !loopbackHostname(origin)) return `Invalid Origin: ${origin}`;
-  return undefined;
-}
+export const rebindingProblem = rebindingGuard({ hostCheck: 'always' });
 
 /** Options for {@link startConformanceFixture}. */
 export interface ConformanceFixtureOptions {
