@@ -16,7 +16,13 @@ import { parse as parseYaml } from 'yaml';
 import { createPiiInterceptors, type TokenStore } from './interceptors.ts';
 
 export { createPiiInterceptors, scopeOf, type TokenStore } from './interceptors.ts';
-export { RedisTokenVault, type TokenVaultOptions, type VaultScope } from './vault.ts';
+export {
+  MAX_VAULT_ENTRIES_PER_SCOPE,
+  RedisTokenVault,
+  type TokenVaultOptions,
+  VaultFullError,
+  type VaultScope,
+} from './vault.ts';
 
 /** Parse the YAML text of a PII_CONFIG file (throws a message naming each bad path). */
 export function parsePiiConfigText(text: string): PiiConfig {

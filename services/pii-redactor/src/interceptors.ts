@@ -30,7 +30,7 @@ import {
   type Tokenizer,
   type TokenPair,
 } from '@fleet/pii';
-import type { VaultScope } from './vault.ts';
+import { VaultFullError, type VaultScope } from './vault.ts';
 
 /** What the interceptors need from the token vault. */
 export interface TokenStore {
@@ -83,20 +83,21 @@ function nonZero(counts: EntityCounts): Record<string, number> {
  * A payload over the engine's depth or size limits is the caller's input at fault, not a
  * failure of the interceptor: -32602 with `data.name` (the interceptor, as for any invalid
  * params, DESIGN §2), the limit and the JSON path where it was crossed (never the value).
- * The kit counts it as outcome `rejected`, not `failed`.
+ * So is a payload with more distinct tokenized values than the caller's vault scope may
+ * hold (`vaultEntriesPerScope`, no path). The kit counts it as outcome `rejected`, not `failed`.
  */
 function refuseOverLimit<A extends unknown[], R>(
   name: string,
   fn: (...args: A) => R,
 ): (...args: A) => R {
   const refuse = (error: unknown): never => {
-    if (error instanceof PiiLimitError) {
+    if (error instanceof PiiLimitError || error instanceof VaultFullError) {
       throw new ProtocolError(JsonRpcCode.INVALID_PARAMS, `Invalid params: ${error.message}`, {
         name,
         reason: 'limit_exceeded',
         limit: error.limit,
         max: error.max,
-        path: error.path,
+        ...(error instanceof PiiLimitError ? { path: error.path } : {}),
       });
     }
     throw error;

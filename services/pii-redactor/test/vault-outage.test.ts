@@ -3,23 +3,14 @@
  * needs the vault fails closed with a reason that names the vault (not the Redis client's
  * wording), what does not keeps working, and the vault is back once Redis is.
  */
-import { listen } from '@fleet/interceptor-kit';
 import { defer } from '@fleet/test-fixtures/cleanup';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import {
-  createPiiRedactorApp,
-  engineFor,
-  parsePiiConfigText,
-  RedisTokenVault,
-} from '../src/app.ts';
+import { engineFor, parsePiiConfigText, RedisTokenVault } from '../src/app.ts';
+import { serveRedactor } from './serve.ts';
 
-const AnyResult = z.object({}).passthrough();
 const KEY = 'test-hmac-key-0123456789';
 const CONFIG = `
 entities:
@@ -38,26 +29,9 @@ describe('pii-redactor with its vault down', () => {
     defer(async () => redis.disconnect());
     const engine = engineFor(parsePiiConfigText(CONFIG), KEY);
     const vault = new RedisTokenVault(redis, { secret: KEY, ttlSeconds: 60 });
-    const app = createPiiRedactorApp({ engine: () => engine, vault });
-    const listening = await listen(app.listener, { service: 'pii-redactor', announce: false });
-    defer(() => listening.close(100));
-    const client = new Client({ name: 'outage', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${listening.url}/mcp`)));
-    defer(() => client.close());
+    const served = await serveRedactor(engine, vault);
     const invoke = (phase: 'request' | 'response', payload: unknown) =>
-      client.request(
-        {
-          method: 'interceptor/invoke',
-          params: {
-            name: 'pii-redactor',
-            event: 'tools/call',
-            phase,
-            payload,
-            context: { principal: alice, sessionId: 's1', timestamp: new Date().toISOString() },
-          },
-        },
-        AnyResult,
-      );
+      served(phase, payload, { principal: alice, sessionId: 's1' });
 
     const minted = await invoke('response', result('mail ada@example.com'));
     const token = /<<EMAIL_ADDRESS:tok_[0-9a-z]{12}>>/.exec(JSON.stringify(minted.payload))?.[0];
