@@ -9,6 +9,7 @@ import {
   type Candidate,
   type Recognizer,
   type RecognizerEnv,
+  rememberName,
   TextScans,
   wordPrefixKey,
 } from './detectors/recognizer.ts';
@@ -162,8 +163,7 @@ export function keyWords(key: string): string[] {
       .toLowerCase()
       .split(/[^\p{L}\p{N}]+/u)
       .filter((w) => w !== '');
-    // Property names repeat across a payload; the cache is bounded, not an LRU.
-    if (keyWordCache.size < 4096) keyWordCache.set(key, words);
+    rememberName(keyWordCache, key, words);
   }
   return words;
 }

@@ -17,6 +17,7 @@ import {
   type Candidate,
   forEachMatchAt,
   type Recognizer,
+  rememberName,
   sharedIndexesOf,
   type TextScans,
 } from './recognizer.ts';
@@ -210,8 +211,7 @@ export function isSecretKeyName(key: string): boolean {
     secret =
       /(?:^|[_.\-\s])pass$/i.test(key) ||
       (!NOT_SECRET_KEYS.test(norm) && SECRET_KEY_SUFFIXES.some((s) => norm.endsWith(s)));
-    // Property names repeat across a payload; the cache is bounded, not an LRU.
-    if (secretKeyCache.size < 4096) secretKeyCache.set(key, secret);
+    rememberName(secretKeyCache, key, secret);
   }
   return secret;
 }
