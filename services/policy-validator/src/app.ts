@@ -44,6 +44,7 @@ export {
   type ApproveOutcome,
   DEFAULT_PIN_MAX_TOOLS,
   type DriftKind,
+  MAX_PINNED_NAME_LENGTH,
   type PinCheck,
   type PinCounts,
   type PinStore,

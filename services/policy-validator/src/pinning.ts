@@ -136,6 +136,21 @@ export interface PinStore {
   forget(tool: string): Promise<boolean>;
 }
 
+/**
+ * Longest tool name the store keeps as it is; a longer one is kept as `#sha256:<hex of the
+ * name>` (MCP tool names are at most 128 of `A-Za-z0-9_-.`, so no real name looks like one).
+ * Names come from whatever lists tools: 20 pins of 1 MB names held 20 MB of Redis for good, up
+ * to `maxTools` of them.
+ */
+export const MAX_PINNED_NAME_LENGTH = 256;
+
+/** The field of `name` in the store's hashes. */
+function pinField(name: string): string {
+  return name.length <= MAX_PINNED_NAME_LENGTH
+    ? name
+    : `#sha256:${createHash('sha256').update(name).digest('hex')}`;
+}
+
 /** Default of {@link RedisPinStoreOptions.maxTools}. */
 export const DEFAULT_PIN_MAX_TOOLS = 10_000;
 
@@ -245,7 +260,7 @@ export interface RedisPinStoreOptions {
 
 /**
  * Pins in Redis: the hash `<prefix>:digests` (tool → `{digest, pinnedAt}`, at most `maxTools`
- * entries) and the hash `<prefix>:drifts` (tool → `{pinned, seen, firstSeen}`; only pinned
+ * entries; a name over {@link MAX_PINNED_NAME_LENGTH} as its digest) and the hash `<prefix>:drifts` (tool → `{pinned, seen, firstSeen}`; only pinned
  * tools drift, so it is bounded too); times in ms from Redis's clock.
  */
 export class RedisPinStore implements PinStore {
@@ -282,7 +297,7 @@ export class RedisPinStore implements PinStore {
     if (tools.length === 0) return { hidden: new Set(), drifted: [], unpinned: [] };
     const replies = (await this.#run(CHECK_SCRIPT, [
       String(this.maxTools),
-      ...tools.flatMap((t) => [t.name, t.digest]),
+      ...tools.flatMap((t) => [pinField(t.name), t.digest]),
     ])) as Array<[number, string?, string?]>;
     const hidden = new Set<string>();
     const drifted: RecordedDrift[] = [];
@@ -309,10 +324,10 @@ export class RedisPinStore implements PinStore {
   }
 
   async verify(tool: string): Promise<PinVerdict> {
-    const [status, raw] = (await this.#run(VERIFY_SCRIPT, [tool, String(this.maxTools)])) as [
-      number,
-      string?,
-    ];
+    const [status, raw] = (await this.#run(VERIFY_SCRIPT, [
+      pinField(tool),
+      String(this.maxTools),
+    ])) as [number, string?];
     if (status === 2) return { status: 'store-full' };
     const stored = status === 1 && raw !== undefined ? parsed(StoredDriftSchema, raw) : undefined;
     if (stored === undefined) return { status: 'ok' };
@@ -352,17 +367,16 @@ export class RedisPinStore implements PinStore {
   }
 
   async approve(tool: string, expected?: string): Promise<ApproveOutcome> {
-    const [status, digest, at] = (await this.#run(APPROVE_SCRIPT, [tool, expected ?? ''])) as [
-      number,
-      string?,
-      string?,
-    ];
+    const [status, digest, at] = (await this.#run(APPROVE_SCRIPT, [
+      pinField(tool),
+      expected ?? '',
+    ])) as [number, string?, string?];
     if (status === 0 || digest === undefined) return { status: 'no-drift' };
     if (status === 2) return { status: 'conflict', seen: digest };
     return { status: 'approved', pin: { tool, digest, pinnedAt: iso(at) } };
   }
 
   async forget(tool: string): Promise<boolean> {
-    return Number(await this.#run(FORGET_SCRIPT, [tool])) > 0;
+    return Number(await this.#run(FORGET_SCRIPT, [pinField(tool)])) > 0;
   }
 }
