@@ -113,6 +113,7 @@ export type {
   AuditStats,
   AuditStore,
   AuditStoreOptions,
+  AuditTrace,
   InterceptorStats,
   LatencySummary,
 } from './store.ts';
@@ -120,6 +121,7 @@ export {
   AuditStoreError,
   assertAuditStoreFree,
   DEFAULT_PGLITE_DIR,
+  MAX_TRACE_CHARS,
   MAX_TRACE_RECORDS,
   openAuditStore,
   STATS_TOP_EVENTS,

@@ -368,12 +368,12 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
     const records = [3, 1, 4, 0, 2].map((i) => recordAt(i * 10, { traceId: trace }));
     const twin = recordAt(20, { traceId: trace });
     await t.store.insertBatch([...records, twin, recordAt(5, { traceId: traceId() })]);
-    const got = await t.store.trace(trace);
+    const got = (await t.store.trace(trace)).records;
     expect(got.map((r) => r.timestamp)).toEqual(
       [0, 10, 20, 20, 30, 40].map((ms) => new Date(T0 + ms).toISOString()),
     );
     expect(new Set(ids(got))).toEqual(new Set(ids([...records, twin])));
-    expect(await t.store.trace(traceId())).toEqual([]);
+    expect(await t.store.trace(traceId())).toEqual({ records: [] });
   });
 
   it('reports counts by decision, kind, tool, event and interceptor, and latency percentiles', async () => {

@@ -43,6 +43,22 @@ import { storableJson } from './storable.ts';
 export const DEFAULT_PGLITE_DIR = '.fleet/audit-pglite';
 /** Most records `trace()` returns. */
 export const MAX_TRACE_RECORDS = 5000;
+/**
+ * Most characters of records (as JSON) `trace()` returns. Records are bounded one by one
+ * (`AUDIT_RECORD_LIMITS`), not a trace: whoever sends the requests (or invokes the
+ * audit-logger interceptor) chooses the trace id, so 5,000 records of 37 KB each (claims, ids
+ * and previews within their bounds) made one GET of a trace answer 187 MB in 2.5 s with
+ * +600 MB of the audit-logger's memory. Real traces' records take 1 to 2 KB.
+ */
+export const MAX_TRACE_CHARS = 16 * 1024 * 1024;
+/** Records `trace()` reads per statement. */
+const TRACE_PAGE = 250;
+
+/** The records of one trace, oldest first; `truncated` when more are stored than it holds. */
+export interface AuditTrace {
+  records: AuditRecord[];
+  truncated?: true;
+}
 /** Tools listed in `stats().byTool` (the busiest). */
 export const STATS_TOP_TOOLS = 50;
 /** Events listed in `stats().byEvent` (the busiest; a client may make up any number). */
@@ -108,8 +124,11 @@ export interface AuditStore {
    * outside year 1..9999.
    */
   query(filters?: AuditRecordFilters, page?: AuditPageRequest): Promise<AuditPage>;
-  /** Every record of one trace (at most {@link MAX_TRACE_RECORDS}), oldest first. */
-  trace(traceId: string): Promise<AuditRecord[]>;
+  /**
+   * Every record of one trace, oldest first: at most {@link MAX_TRACE_RECORDS} records and
+   * {@link MAX_TRACE_CHARS} characters of them, `truncated` when there are more.
+   */
+  trace(traceId: string): Promise<AuditTrace>;
   /**
    * Counts and latency percentiles of records in `[since, until)` (until: now).
    * @throws AuditQueryError for a `since`/`until` outside year 1..9999.
@@ -334,11 +353,27 @@ function createSqlAuditStore(
     },
 
     async trace(traceId) {
-      const rows = await engine.query<{ record: AuditRecord }>(
-        `SELECT record FROM audit_records WHERE trace_id = $1 ORDER BY ts, id LIMIT ${MAX_TRACE_RECORDS}`,
-        [traceId],
-      );
-      return rows.map((row) => row.record);
+      // Read in pages (keyset on time and id), so no more than one page past the budget is
+      // ever held; one more row than wanted says whether there are more.
+      const records: AuditRecord[] = [];
+      let chars = 0;
+      for (;;) {
+        const last = records.at(-1);
+        const params: unknown[] = last ? [traceId, last.timestamp, last.id] : [traceId];
+        const after = last ? ' AND (ts, id) > ($2::timestamptz, $3)' : '';
+        const want = Math.min(TRACE_PAGE, MAX_TRACE_RECORDS - records.length);
+        const rows = await engine.query<{ record: AuditRecord }>(
+          `SELECT record FROM audit_records WHERE trace_id = $1${after} ORDER BY ts, id LIMIT ${want + 1}`,
+          params,
+        );
+        for (const { record } of rows.slice(0, want)) {
+          chars += JSON.stringify(record).length;
+          if (chars > MAX_TRACE_CHARS) return { records, truncated: true };
+          records.push(record);
+        }
+        if (rows.length <= want) return { records };
+        if (records.length >= MAX_TRACE_RECORDS) return { records, truncated: true };
+      }
     },
 
     async stats(since, until = new Date()) {

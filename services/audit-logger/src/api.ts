@@ -3,7 +3,8 @@
  *
  * - `GET /records?traceId=&tool=&event=&principal=&decision=&kind=&interceptor=&since=&until=&limit=&cursor=`
  *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`);
- * - `GET /traces/{traceId}` → `{traceId, records}`, oldest first;
+ * - `GET /traces/{traceId}` → `{traceId, records, truncated?}`, oldest first, at most 5,000
+ *   records and 16 Mi characters of them (`truncated: true` when more are stored);
  * - `GET /stats?since=&until=` → counts by decision, kind, tool, event, interceptor; latency
  *   percentiles;
  * - `GET /config` → what the viewer needs (`traceUrlTemplate`, `authRequired`); never secret.
@@ -101,7 +102,7 @@ export function createAuditApiRouter(options: AuditApiOptions): Router {
     const traceId = normaliseTraceId(String(req.params.traceId));
     if (traceId === undefined) return badQuery(res, badTraceId());
     try {
-      res.json({ traceId, records: await store.trace(traceId) });
+      res.json({ traceId, ...(await store.trace(traceId)) });
     } catch (error) {
       next(error);
     }

@@ -140,10 +140,10 @@ describe('audit-logger over MCP Streamable HTTP', () => {
     expect(requestMs).toBeLessThan(500);
 
     await waitFor(
-      async () => (await store.trace(trace)).length === 2,
+      async () => (await store.trace(trace)).records.length === 2,
       'both records in PostgreSQL',
     );
-    const records = await store.trace(trace);
+    const { records } = await store.trace(trace);
     expect(records.map((r) => [r.kind, r.phase, r.target])).toEqual([
       ['invocation', 'request', 'get_weather'],
       ['invocation', 'response', undefined],
@@ -167,7 +167,7 @@ describe('audit-logger over MCP Streamable HTTP', () => {
       invoke('tools/call', 'request', { name: 'notify_bob@example.com' }, context),
       InvokeResult,
     );
-    await waitFor(async () => (await store.trace(trace)).length === 2, 'both records');
+    await waitFor(async () => (await store.trace(trace)).records.length === 2, 'both records');
 
     const records = await (await fetch(`${base}/api/audit/traces/${trace}`)).json();
     const stats = await (await fetch(`${base}/api/audit/stats?since=1h`)).json();
@@ -193,7 +193,7 @@ describe('audit-logger over MCP Streamable HTTP', () => {
     const invented = 'tools/bob@example.com';
     await client.request(invoke(invented, 'request', {}, context), InvokeResult);
     await client.request(invoke('tools/call', 'request', { name: 'echo' }, context), InvokeResult);
-    await waitFor(async () => (await store.trace(trace)).length === 2, 'both records');
+    await waitFor(async () => (await store.trace(trace)).records.length === 2, 'both records');
 
     const byEvent = async (event: string) =>
       (
@@ -231,8 +231,8 @@ describe('audit-logger over MCP Streamable HTTP', () => {
       }),
       InvokeResult,
     );
-    await waitFor(async () => (await store.trace(trace)).length === 1, 'the record');
-    const [record] = await store.trace(trace);
+    await waitFor(async () => (await store.trace(trace)).records.length === 1, 'the record');
+    const [record] = (await store.trace(trace)).records;
     expect(record?.payloadPreview).toHaveLength(previewChars);
     expect(record?.payloadPreview).toMatch(/^\{"name":"send","arguments":\{"to":"\[EMAIL/);
     expect(record?.payloadPreview).not.toMatch(/bob|smith|exam/);

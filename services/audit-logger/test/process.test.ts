@@ -552,7 +552,7 @@ describe('audit-worker process', () => {
         }),
       );
     await producer.flush();
-    await waitFor(async () => (await store.trace(trace)).length === 25, '25 rows', 15_000);
+    await waitFor(async () => (await store.trace(trace)).records.length === 25, '25 rows', 15_000);
     await waitFor(
       async () =>
         /fleet_audit_worker_records_total\{[^}]*"processed"[^}]*\} 25/.test(
