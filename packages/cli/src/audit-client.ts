@@ -58,7 +58,10 @@ export interface AuditClient {
   /** `GET /api/audit/records?...`. */
   records(query: URLSearchParams): Promise<{ records: AuditRecordView[]; nextCursor?: string }>;
   /** `GET /api/audit/traces/{traceId}`. */
-  trace(traceId: string): Promise<{ traceId: string; records: AuditRecordView[] }>;
+  /** `truncated` when the service holds more records than one answer carries. */
+  trace(
+    traceId: string,
+  ): Promise<{ traceId: string; records: AuditRecordView[]; truncated?: boolean }>;
   /** `GET /api/audit/stats?since=&until=`. */
   stats(query: URLSearchParams): Promise<AuditStats>;
 }

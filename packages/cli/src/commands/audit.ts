@@ -238,6 +238,10 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
           }
           for (const a of r.abortReasons) lines.push(`    ✗ ${a.interceptor}: ${a.reason}`);
         }
+        if (answer.truncated)
+          lines.push(
+            `(the first ${answer.records.length} records: the trace has more than one answer holds; see fleet audit query --trace)`,
+          );
         return `${lines.join('\n')}\n`;
       });
     });
