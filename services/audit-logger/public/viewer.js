@@ -366,7 +366,9 @@ async function showTrace(traceId) {
     records.length === 0
       ? 'No audit records carry this trace id (yet).'
       : `${records.length} record${records.length === 1 ? '' : 's'} from ${formatTime(records[0].timestamp)}` +
-        ` · ${denied} denied · ${errors} error${errors === 1 ? '' : 's'}`;
+        ` · ${denied} denied · ${errors} error${errors === 1 ? '' : 's'}` +
+        // The API holds back the rest of a very large trace (MAX_TRACE_CHARS).
+        (trace.truncated ? ' · the first ones only: the trace has more than one answer holds' : '');
   renderWaterfall(records);
 }
 
