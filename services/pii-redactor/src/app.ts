@@ -17,6 +17,7 @@ import { createPiiInterceptors, type TokenStore } from './interceptors.ts';
 
 export { createPiiInterceptors, scopeOf, type TokenStore } from './interceptors.ts';
 export {
+  MAX_VAULT_ENTRIES_PER_PRINCIPAL,
   MAX_VAULT_ENTRIES_PER_SCOPE,
   RedisTokenVault,
   type TokenVaultOptions,

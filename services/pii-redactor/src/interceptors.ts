@@ -84,7 +84,8 @@ function nonZero(counts: EntityCounts): Record<string, number> {
  * failure of the interceptor: -32602 with `data.name` (the interceptor, as for any invalid
  * params, DESIGN §2), the limit and the JSON path where it was crossed (never the value).
  * So is a payload with more distinct tokenized values than the caller's vault scope may
- * hold (`vaultEntriesPerScope`, no path). The kit counts it as outcome `rejected`, not `failed`.
+ * hold (`vaultEntriesPerScope`), or its principal over all its sessions
+ * (`vaultEntriesPerPrincipal`); no path. The kit counts it as outcome `rejected`, not `failed`.
  */
 function refuseOverLimit<A extends unknown[], R>(
   name: string,

@@ -19,31 +19,40 @@ const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 export const MAX_VAULT_ENTRIES_PER_SCOPE = 10_000;
 
 /**
- * Stores a scope's entries only when its live entries, those it already holds included, stay
- * within the cap. KEYS[1] is the scope's index (a sorted set of the entries' 40-hex MACs by
- * expiry, trimmed here with Redis's own clock), KEYS[2..] the entries; ARGV: ttl (s), cap, then the values.
- * Returns {1, live} when stored, {0, live} when the cap refused it (nothing stored).
+ * Most live tokens one principal with an id holds over all its sessions: each session is a
+ * scope of its own, so without it one principal opening sessions held 4 MB of Redis per
+ * session. Principals without an id (anonymous) are told apart by session only.
+ */
+export const MAX_VAULT_ENTRIES_PER_PRINCIPAL = 50_000;
+
+/**
+ * Stores entries only when every index given, with the entries it already holds, stays within
+ * its cap. KEYS[1..n] are the indexes (sorted sets of the entries' 40-hex MACs by expiry,
+ * trimmed here with Redis's own clock, expiring with their last entry), KEYS[n+1..] the
+ * entries; ARGV: ttl (s), n, the n caps, then the entries' values. Returns {1} when stored,
+ * {0, j, live} when index j's cap refused it (nothing stored).
  */
 const STORE_SCRIPT = `
 local ttl = tonumber(ARGV[1])
-local cap = tonumber(ARGV[2])
+local n = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local index = KEYS[1]
-redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
-local live = redis.call('ZCARD', index)
-local fresh = 0
-for i = 2, #KEYS do
-  if not redis.call('ZSCORE', index, string.sub(KEYS[i], -40)) then fresh = fresh + 1 end
+for j = 1, n do
+  redis.call('ZREMRANGEBYSCORE', KEYS[j], '-inf', now)
+  local live = redis.call('ZCARD', KEYS[j])
+  local fresh = 0
+  for i = n + 1, #KEYS do
+    if not redis.call('ZSCORE', KEYS[j], string.sub(KEYS[i], -40)) then fresh = fresh + 1 end
+  end
+  if live + fresh > tonumber(ARGV[2 + j]) then return {0, j, live} end
 end
-if live + fresh > cap then return {0, live} end
 local expiry = now + ttl * 1000
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[i + 1], 'EX', ttl)
-  redis.call('ZADD', index, expiry, string.sub(KEYS[i], -40))
+for i = n + 1, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[2 + i], 'EX', ttl)
+  for j = 1, n do redis.call('ZADD', KEYS[j], expiry, string.sub(KEYS[i], -40)) end
 end
-redis.call('EXPIRE', index, ttl)
-return {1, live + fresh}
+for j = 1, n do redis.call('EXPIRE', KEYS[j], ttl) end
+return {1}
 `;
 
 /** Whose tokens these are. */
@@ -62,6 +71,8 @@ export interface TokenVaultOptions {
   prefix?: string;
   /** Most live tokens per scope. Default {@link MAX_VAULT_ENTRIES_PER_SCOPE}. */
   maxEntriesPerScope?: number;
+  /** Most live tokens per principal id. Default {@link MAX_VAULT_ENTRIES_PER_PRINCIPAL}. */
+  maxEntriesPerPrincipal?: number;
 }
 
 /**
@@ -83,20 +94,21 @@ export class VaultUnavailableError extends Error {
 }
 
 /**
- * Storing would leave a scope with more live tokens than the vault lets one scope hold: the
- * payload carries more distinct tokenized values than the caller may keep. Nothing is stored.
+ * Storing would leave a scope, or a principal over its sessions, with more live tokens than
+ * the vault lets it hold: the payload carries more distinct tokenized values than the caller
+ * may keep. Nothing is stored.
  */
 export class VaultFullError extends Error {
   override readonly name = 'VaultFullError';
-  readonly limit = 'vaultEntriesPerScope';
 
   constructor(
+    readonly limit: 'vaultEntriesPerScope' | 'vaultEntriesPerPrincipal',
     readonly max: number,
     readonly adding: number,
     readonly live?: number,
   ) {
     super(
-      `vaultEntriesPerScope: a caller (principal, and session when there is one) holds at most ${max} tokens at once; this payload has ${adding} distinct tokenized values${live === undefined ? '' : ` and ${live} are held`}`,
+      `${limit}: ${limit === 'vaultEntriesPerScope' ? 'a caller (principal, and session when there is one)' : 'a principal, over all its sessions,'} holds at most ${max} tokens at once; this payload has ${adding} distinct tokenized values${live === undefined ? '' : ` and ${live} are held`}`,
     );
   }
 }
@@ -109,6 +121,7 @@ export class RedisTokenVault {
   readonly #macKey: Buffer;
   readonly #encKey: Buffer;
   readonly #max: number;
+  readonly #maxPerPrincipal: number;
   #sha: string | undefined;
 
   constructor(redis: Redis, options: TokenVaultOptions) {
@@ -116,6 +129,7 @@ export class RedisTokenVault {
     this.#ttl = options.ttlSeconds ?? 3600;
     this.#prefix = options.prefix ?? 'fleet:pii:vault';
     this.#max = options.maxEntriesPerScope ?? MAX_VAULT_ENTRIES_PER_SCOPE;
+    this.#maxPerPrincipal = options.maxEntriesPerPrincipal ?? MAX_VAULT_ENTRIES_PER_PRINCIPAL;
     this.#macKey = Buffer.from(hkdfSync('sha256', options.secret, 'fleet-pii-vault', 'mac', 32));
     this.#encKey = Buffer.from(hkdfSync('sha256', options.secret, 'fleet-pii-vault', 'enc', 32));
   }
@@ -170,14 +184,30 @@ export class RedisTokenVault {
   /**
    * Store `entries` (token → value) for `scope`, refreshing their TTL, all or none: one script
    * that also keeps the scope within its cap.
-   * @throws VaultFullError when the scope would hold more than its cap of live tokens.
+   * @throws VaultFullError when the scope, or its principal over all its sessions, would hold
+   * more than its cap of live tokens.
    * @throws VaultUnavailableError when Redis cannot be reached.
    */
   async store(entries: ReadonlyMap<string, string>, scope: VaultScope): Promise<void> {
     if (entries.size === 0) return;
-    if (entries.size > this.#max) throw new VaultFullError(this.#max, entries.size);
-    const keys = [`${this.#prefix}:scope:${this.#scopeId(scope)}`];
-    const args = [String(this.#ttl), String(this.#max)];
+    const limits: Array<[VaultFullError['limit'], number, string]> = [
+      ['vaultEntriesPerScope', this.#max, `${this.#prefix}:scope:${this.#scopeId(scope)}`],
+    ];
+    // A session's scope is one of its principal's; one without an id is told apart by session.
+    if (scope.session !== undefined && !scope.principal.endsWith(':'))
+      limits.push([
+        'vaultEntriesPerPrincipal',
+        this.#maxPerPrincipal,
+        `${this.#prefix}:principal:${this.#scopeId({ principal: scope.principal })}`,
+      ]);
+    for (const [limit, max] of limits)
+      if (entries.size > max) throw new VaultFullError(limit, max, entries.size);
+    const keys = limits.map(([, , index]) => index);
+    const args = [
+      String(this.#ttl),
+      String(limits.length),
+      ...limits.map(([, max]) => String(max)),
+    ];
     for (const [token, value] of entries) {
       keys.push(this.#key(scope, token));
       args.push(this.#seal(value));
@@ -196,8 +226,9 @@ export class RedisTokenVault {
           throw new VaultUnavailableError('store', cause);
         });
     }
-    const [stored, live] = result as [number, number];
-    if (stored !== 1) throw new VaultFullError(this.#max, entries.size, live);
+    const [stored, index, live] = result as [number, number?, number?];
+    const refused = stored === 1 ? undefined : limits[(index ?? 1) - 1];
+    if (refused) throw new VaultFullError(refused[0], refused[1], entries.size, live);
   }
 
   /** The values of `tokens` that belong to `scope` (tokens of other scopes are absent). */

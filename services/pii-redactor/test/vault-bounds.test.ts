@@ -24,7 +24,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-async function serve(maxEntriesPerScope?: number) {
+async function serve(maxEntriesPerScope?: number, maxEntriesPerPrincipal?: number) {
   const engine = engineFor(
     parsePiiConfigText('entities: {EMAIL_ADDRESS: {strategy: tokenize}}'),
     KEY,
@@ -34,10 +34,19 @@ async function serve(maxEntriesPerScope?: number) {
     prefix,
     ttlSeconds: 60,
     ...(maxEntriesPerScope === undefined ? {} : { maxEntriesPerScope }),
+    ...(maxEntriesPerPrincipal === undefined ? {} : { maxEntriesPerPrincipal }),
   });
   const invoke = await serveRedactor(engine, vault);
-  return (phase: 'request' | 'response', payload: unknown, principal = 'mallory') =>
-    invoke(phase, payload, { principal: { type: 'user', id: principal } });
+  return (
+    phase: 'request' | 'response',
+    payload: unknown,
+    principal = 'mallory',
+    sessionId?: string,
+  ) =>
+    invoke(phase, payload, {
+      principal: principal === '' ? { type: 'anonymous' } : { type: 'user', id: principal },
+      ...(sessionId === undefined ? {} : { sessionId }),
+    });
 }
 
 const emails = (from: number, n: number) =>
@@ -80,5 +89,20 @@ describe('token vault bounds', () => {
     // Tokens already held still tokenize, and another principal has its own room.
     expect((await invoke('response', result(emails(10, 5)))).modified).toBe(true);
     expect((await invoke('response', result(emails(50, 40)), 'alice')).modified).toBe(true);
+  }, 60_000);
+
+  it('caps a principal over all its sessions; sessions without a principal id are not pooled', async () => {
+    const invoke = await serve(50, 80);
+    const refusal = (e: unknown) => e as { code: number; data?: unknown };
+    expect((await invoke('response', result(emails(0, 50)), 'eve', 's1')).modified).toBe(true);
+    expect((await invoke('response', result(emails(50, 30)), 'eve', 's2')).modified).toBe(true);
+    const over = await invoke('response', result(emails(80, 1)), 'eve', 's3').then(
+      () => undefined,
+      refusal,
+    );
+    expect(over?.code).toBe(-32602);
+    expect(over?.data).toMatchObject({ limit: 'vaultEntriesPerPrincipal', max: 80 });
+    for (const session of ['a1', 'a2'])
+      expect((await invoke('response', result(emails(100, 50)), '', session)).modified).toBe(true);
   }, 60_000);
 });
