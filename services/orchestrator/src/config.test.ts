@@ -19,6 +19,7 @@ describe('orchestrator config', () => {
       maxResponseBytes: 1048576,
       maxBackendMessageBytes: 67_108_864,
       maxClientBacklogBytes: 8_388_608,
+      sseKeepAliveMs: 15_000,
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       maxDepth: 60,

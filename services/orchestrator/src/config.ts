@@ -209,6 +209,14 @@ export const OrchestratorConfigSchema = z
           .min(65_536)
           .default(8 * 1024 * 1024),
         /**
+         * How often the gateway writes an SSE comment on a session's quiet streams: its
+         * standalone (GET) stream, and a request not answered within one to two intervals
+         * (its answer then comes as SSE). Proxies and load balancers close a response quiet
+         * for their idle timeout (often 60 s), which would cut long tool calls and the GET
+         * stream; 0 turns it off.
+         */
+        sseKeepAliveMs: z.number().int().min(0).default(15_000),
+        /**
          * Longest time a client may take to send a whole request; a slower one (a slow-loris
          * body) gets HTTP 408 and its connection closed. Also the longest a client may take
          * none of a long answer (over 64 KiB, sent in pieces): past it the connection is

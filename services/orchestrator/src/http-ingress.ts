@@ -416,6 +416,15 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   }
   const sweeper = setInterval(() => expireIdle(), Math.min(60_000, Math.max(1_000, idleMs / 4)));
   sweeper.unref();
+  // One timer for every session's streams, none per request.
+  const keepAliveMs = config.limits.sseKeepAliveMs;
+  const keepAlive =
+    keepAliveMs > 0
+      ? setInterval(() => {
+          for (const entry of sessions.values()) entry.transport.keepAlive();
+        }, keepAliveMs)
+      : undefined;
+  keepAlive?.unref();
 
   return {
     protectedResource: resource,
@@ -442,6 +451,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
     inFlight: () => inFlight,
     async closeAll() {
       clearInterval(sweeper);
+      clearInterval(keepAlive);
       await Promise.all(
         [...sessions.values()].map((s) => s.transport.close().catch(() => undefined)),
       );

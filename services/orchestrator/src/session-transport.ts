@@ -98,6 +98,9 @@ export const MAX_INITIALIZE_PARAMS_BYTES = 64 * 1024;
 /** What the gateway did about a client that does not read its stream or its answer. */
 export type BacklogAction = 'notifications-dropped' | 'stream-closed' | 'connection-closed';
 
+/** An SSE comment: a quiet stream's sign of life for proxies in between; clients ignore it. */
+const KEEPALIVE = ': keepalive\n\n';
+
 /**
  * The HTTP response to one POSTed request: plain JSON when the answer travels alone, an SSE
  * stream from the first message that must go before it (progress, a log line, a
@@ -114,6 +117,8 @@ export class ResponseChannel {
   readonly #onBacklog: ((action: BacklogAction) => void) | undefined;
   #sse = false;
   #dropping = false;
+  /** Seen by a keep-alive tick already (see {@link tick}). */
+  #aged = false;
 
   constructor(
     res: ServerResponse,
@@ -135,6 +140,24 @@ export class ResponseChannel {
   /** True when the client is gone or the answer was sent. */
   get closed(): boolean {
     return this.res.writableEnded || this.res.destroyed;
+  }
+
+  /**
+   * One keep-alive tick: from the second tick a request is still unanswered (so after one to
+   * two intervals), an SSE comment, switching the answer to SSE. A proxy that closes a quiet
+   * response (commonly after 60 s) then leaves a long call alone; clients skip comments.
+   */
+  tick(): void {
+    if (this.closed) return;
+    if (!this.#aged) {
+      this.#aged = true;
+      return;
+    }
+    if (!this.#sse) {
+      this.#sse = true;
+      openSse(this.res, this.#headers);
+    }
+    if (this.res.writableLength <= this.#maxBacklogBytes) this.res.write(KEEPALIVE);
   }
 
   /** Send a message ahead of the answer (switching to SSE); a notification may be dropped. */
@@ -417,6 +440,18 @@ export class SessionTransport implements Transport {
       this.#direct.size > 0 ||
       (this.#standalone !== undefined && !this.#standalone.writableEnded)
     );
+  }
+
+  /**
+   * One keep-alive tick for the session: a comment on its standalone stream, and on each of
+   * its requests unanswered since the previous tick ({@link ResponseChannel.tick}). A stream
+   * whose client is not reading gets none.
+   */
+  keepAlive(): void {
+    for (const channel of this.#pending.values()) channel.tick();
+    const stream = this.#standalone;
+    const max = this.#backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
+    if (stream && !stream.writableEnded && stream.writableLength <= max) stream.write(KEEPALIVE);
   }
 
   /** Handle one HTTP request of this session (the body already parsed for POST). */
