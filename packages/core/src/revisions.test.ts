@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { JsonRpcCode, ProtocolError } from './errors.ts';
-import { classifyRequest, type HeaderMap, SUPPORTED_PROTOCOL_VERSIONS } from './revisions.ts';
+import {
+  classifyRequest,
+  type HeaderMap,
+  moreVerbose,
+  reachesLogLevel,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './revisions.ts';
 
 const V = '2026-07-28';
 const META = {
@@ -184,5 +190,21 @@ describe('classifyRequest', () => {
       requiredCapabilities: {},
       field: '_meta.io.modelcontextprotocol/clientCapabilities',
     });
+  });
+});
+
+describe('log levels', () => {
+  it('lets a line through at the threshold and above, never one of no MCP level', () => {
+    expect(reachesLogLevel('error', 'warning')).toBe(true);
+    expect(reachesLogLevel('warning', 'warning')).toBe(true);
+    expect(reachesLogLevel('info', 'warning')).toBe(false);
+    expect(reachesLogLevel('verbose', 'debug')).toBe(false);
+    expect(reachesLogLevel(undefined, 'debug')).toBe(false);
+  });
+
+  it('picks the more verbose of two levels', () => {
+    expect(moreVerbose('error', 'debug')).toBe('debug');
+    expect(moreVerbose('info', 'critical')).toBe('info');
+    expect(moreVerbose('notice', 'notice')).toBe('notice');
   });
 });

@@ -55,6 +55,21 @@ export const LOGGING_LEVELS = [
 /** An MCP logging level. */
 export type LoggingLevel = (typeof LOGGING_LEVELS)[number];
 
+/**
+ * Whether a log line at `level` is one a client that asked for `threshold` (logging/setLevel,
+ * or a stateless request's log level) wants: that level or a more severe one. A line whose
+ * level is not an MCP level is not.
+ */
+export function reachesLogLevel(level: unknown, threshold: LoggingLevel): boolean {
+  const rank = LOGGING_LEVELS.indexOf(level as LoggingLevel);
+  return rank >= 0 && rank >= LOGGING_LEVELS.indexOf(threshold);
+}
+
+/** The more verbose of two levels (the one that lets more lines through). */
+export function moreVerbose(a: LoggingLevel, b: LoggingLevel): LoggingLevel {
+  return LOGGING_LEVELS.indexOf(a) <= LOGGING_LEVELS.indexOf(b) ? a : b;
+}
+
 /** What a stateless request declared about its client. */
 export interface StatelessRequestMeta {
   protocolVersion: string;

@@ -14,12 +14,15 @@ import {
   type InvocationContext,
   type InvocationOutcome,
   JsonRpcCode,
+  type LoggingLevel,
+  moreVerbose,
   type ParamHeader,
   type Phase,
   type Principal,
   ProtocolError,
   paramHeadersOf,
   paramHeaderValues,
+  reachesLogLevel,
   runChain,
   type StatelessRequestMeta,
   withoutReservedMeta,
@@ -84,6 +87,12 @@ export interface ClientSession {
   principal?: Principal;
   /** Set for a stateless request: the protocol metadata it carried. */
   stateless?: StatelessRequestMeta;
+  /**
+   * The level this session asked for with `logging/setLevel`: backends' log lines below it
+   * are not delivered to it (the backends, shared by every session, get the most verbose
+   * level any session asked for).
+   */
+  logLevel?: LoggingLevel;
 }
 
 /** Where chain executions are reported (the audit producer). */
@@ -761,10 +770,20 @@ export class Gateway {
       );
     }
     if (method === 'logging/setLevel') {
+      // A level that is not an MCP level was refused (-32602) with the request's schema.
+      session.logLevel = params.level as LoggingLevel;
+      // One backend connection serves every session: it sends what the most verbose of them
+      // wants, and each session gets the lines at its own level and above.
+      let verbose = session.logLevel;
+      for (const other of this.sessions)
+        if (other.logLevel !== undefined) verbose = moreVerbose(verbose, other.logLevel);
+      const forwarded = { ...params, level: verbose };
       await Promise.all(
         this.#deps.backends
           .filter((b) => b.capabilities?.logging)
-          .map((b) => this.#call(session, b, method, params, extra, scope).catch(() => undefined)),
+          .map((b) =>
+            this.#call(session, b, method, forwarded, extra, scope).catch(() => undefined),
+          ),
       );
       return {};
     }
@@ -967,11 +986,15 @@ export class Gateway {
       // rather than to every session, which would leak one user's tool logs to others.
       const flight = this.#latestFlight(backend);
       if (flight) {
-        void flight.extra
-          .sendNotification(notification as ServerNotification)
-          .catch(() => undefined);
+        if (wantsLogLine(flight.session, params))
+          void flight.extra
+            .sendNotification(notification as ServerNotification)
+            .catch(() => undefined);
         return;
       }
+      for (const session of this.sessions)
+        if (wantsLogLine(session, params)) void notify(session, notification);
+      return;
     }
     for (const session of this.sessions) void notify(session, notification);
   }
@@ -1062,6 +1085,14 @@ export class Gateway {
       this.#rootsChanges.delete(backend);
     }
   }
+}
+
+/** Whether `session` takes a log line with these params (its level or above, once it set one). */
+function wantsLogLine(
+  session: ClientSession,
+  params: Record<string, unknown> | undefined,
+): boolean {
+  return session.logLevel === undefined || reachesLogLevel(params?.level, session.logLevel);
 }
 
 async function notify(session: ClientSession, notification: Notification): Promise<void> {

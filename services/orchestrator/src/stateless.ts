@@ -15,10 +15,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   httpStatusOfJsonRpcError,
   JsonRpcCode,
-  LOGGING_LEVELS,
   McpMetaKey,
   type Principal,
   ProtocolError,
+  reachesLogLevel,
   type StatelessRequestMeta,
   SUPPORTED_PROTOCOL_VERSIONS,
   toProtocolError,
@@ -88,8 +88,7 @@ function wanted(notification: ServerNotification, meta: StatelessRequestMeta): b
   if (notification.method === 'notifications/progress') return true;
   if (notification.method !== 'notifications/message') return false;
   const level = (notification.params as { level?: unknown } | undefined)?.level;
-  const rank = (l: unknown) => LOGGING_LEVELS.indexOf(l as (typeof LOGGING_LEVELS)[number]);
-  return meta.logLevel !== undefined && rank(level) >= rank(meta.logLevel);
+  return meta.logLevel !== undefined && reachesLogLevel(level, meta.logLevel);
 }
 
 /** A result as a 2026-07-28 client reads it: `resultType`, the gateway's identity, caching hints. */
