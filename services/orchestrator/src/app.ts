@@ -251,9 +251,6 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
   };
 }
 
-/** Whether a listen address only takes connections from this machine. */
-export const isLoopbackAddress: (host: string) => boolean = isLoopbackName;
-
 /**
  * What a gateway listening on `host` leaves open to whoever can reach it, one sentence each:
  * the admin API without FLEET_ADMIN_TOKEN or `auth.adminScopes`, MCP without authentication.
@@ -264,7 +261,8 @@ export function exposureWarnings(
   host: string,
   adminToken: string | undefined,
 ): string[] {
-  if (isLoopbackAddress(host)) return [];
+  // A listen address that only takes connections from this machine.
+  if (isLoopbackName(host)) return [];
   const warnings: string[] = [];
   if (!adminToken && adminScopesOf(config.auth) === undefined)
     warnings.push(

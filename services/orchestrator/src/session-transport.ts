@@ -153,10 +153,7 @@ export class ResponseChannel {
       this.#aged = true;
       return;
     }
-    if (!this.#sse) {
-      this.#sse = true;
-      openSse(this.res, this.#headers);
-    }
+    this.#streamSse();
     if (this.res.writableLength <= this.#maxBacklogBytes) this.res.write(KEEPALIVE);
   }
 
@@ -168,11 +165,15 @@ export class ResponseChannel {
       this.#dropping = true;
       return;
     }
-    if (!this.#sse) {
-      this.#sse = true;
-      openSse(this.res, this.#headers);
-    }
+    this.#streamSse();
     this.res.write(`event: message\ndata: ${json}\n\n`);
+  }
+
+  /** Switch the answer to SSE (once): what goes before it, or a keep-alive, needs a stream. */
+  #streamSse(): void {
+    if (this.#sse) return;
+    this.#sse = true;
+    openSse(this.res, this.#headers);
   }
 
   /** Send the answer and end the response; `status` applies only to a plain-JSON answer. */
@@ -396,7 +397,6 @@ function errorResponse(id: RequestId, error: unknown): JSONRPCMessage {
   ) as JSONRPCMessage;
 }
 
-/** One session's transport. Create it for an `initialize` request; it assigns the session id. */
 /** How a client stream's unread bytes are bounded, and who hears of it. */
 export interface BacklogOptions {
   /** Default {@link DEFAULT_MAX_CLIENT_BACKLOG_BYTES}. */
@@ -406,6 +406,7 @@ export interface BacklogOptions {
   onBacklog?: ((action: BacklogAction) => void) | undefined;
 }
 
+/** One session's transport. Create it for an `initialize` request; it assigns the session id. */
 export class SessionTransport implements Transport {
   sessionId: string | undefined;
   onclose?: (() => void) | undefined;
@@ -423,9 +424,11 @@ export class SessionTransport implements Transport {
   #standalone: ServerResponse | undefined;
   #closed = false;
   readonly #backlog: BacklogOptions;
+  readonly #maxBacklogBytes: number;
 
   constructor(backlog: BacklogOptions = {}) {
     this.#backlog = backlog;
+    this.#maxBacklogBytes = backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
   }
 
   async start(): Promise<void> {}
@@ -450,8 +453,8 @@ export class SessionTransport implements Transport {
   keepAlive(): void {
     for (const channel of this.#pending.values()) channel.tick();
     const stream = this.#standalone;
-    const max = this.#backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
-    if (stream && !stream.writableEnded && stream.writableLength <= max) stream.write(KEEPALIVE);
+    if (stream && !stream.writableEnded && stream.writableLength <= this.#maxBacklogBytes)
+      stream.write(KEEPALIVE);
   }
 
   /** Handle one HTTP request of this session (the body already parsed for POST). */
@@ -628,8 +631,7 @@ export class SessionTransport implements Transport {
       // Unrelated (or its request is gone): the standalone stream, if the client opened one.
       const stream = this.#standalone;
       if (response || !stream || stream.writableEnded) return;
-      const max = this.#backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
-      if (stream.writableLength > max) {
+      if (stream.writableLength > this.#maxBacklogBytes) {
         // Not reading: free what waits for it. The client may open a new stream.
         stream.destroy();
         this.#backlog.onBacklog?.('stream-closed');

@@ -39,6 +39,8 @@ export interface StdioBackendTransportOptions {
  * SIGKILL: a closed transport has no child left unless the kernel could not kill it.
  */
 const CLOSE_GRACE_MS = 2000;
+
+/** A stdio backend: the child, its lines, and the requests it has not answered yet. */
 export class StdioBackendTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;

@@ -3,13 +3,15 @@
  * API can register a service that sees every payload, and `auth.mode: none` makes every MCP
  * caller anonymous. Loopback (the default) warns about nothing.
  */
+
+import { isLoopbackName } from '@fleet/interceptor-kit';
 import { describe, expect, it } from 'vitest';
-import { exposureWarnings, isLoopbackAddress, parseConfig } from '../src/app.ts';
+import { exposureWarnings, parseConfig } from '../src/app.ts';
 
 const JWT =
   'auth: {mode: jwt, issuer: "https://as.example.com", jwksUrl: "https://as.example.com/jwks"';
 
-describe('isLoopbackAddress', () => {
+describe('isLoopbackName, as the listen address exposureWarnings reads', () => {
   it.each([
     ['127.0.0.1', true],
     ['127.0.0.2', true],
@@ -23,7 +25,7 @@ describe('isLoopbackAddress', () => {
     ['127.0.0.1.example.com', false],
     ['gateway.internal', false],
   ])('%s → %s', (host, loopback) => {
-    expect(isLoopbackAddress(host)).toBe(loopback);
+    expect(isLoopbackName(host)).toBe(loopback);
   });
 });
 
