@@ -169,6 +169,8 @@ interface ToolSchemaCache {
 }
 
 /** The field naming the target of a routed method. */
+const noop = (): void => {};
+
 const ROUTED: Record<string, 'name' | 'uri'> = {
   'tools/call': 'name',
   'prompts/get': 'name',
@@ -231,6 +233,14 @@ export class Gateway {
    * drop it only when the last session does.
    */
   readonly #subscribers = new Map<string, number>();
+  /**
+   * Resource URI → the last subscribe or unsubscribe forwarded for it, still going. The next
+   * one waits for it, so the backend gets them in the order the gateway decided them: a
+   * session's unsubscribe (the last holder's) and another's subscribe of the same URI could
+   * otherwise arrive the other way round and leave the backend unsubscribed from a URI a
+   * session holds.
+   */
+  readonly #subscriptionCalls = new Map<string, Promise<unknown>>();
   /** URIs no session holds any more, to unsubscribe from at their backends (one at a time). */
   #orphaned: string[] = [];
   #releasing = false;
@@ -730,9 +740,8 @@ export class Gateway {
         method === 'tools/call' && route.backend.http
           ? await this.#paramHeaders(route.backend, route.name, params.arguments)
           : undefined;
-      let result: Result;
-      try {
-        result = await this.#call(
+      const forward = () =>
+        this.#call(
           session,
           route.backend,
           method,
@@ -741,6 +750,11 @@ export class Gateway {
           scope,
           headers,
         );
+      let result: Result;
+      try {
+        result = await (method === 'resources/subscribe' || method === 'resources/unsubscribe'
+          ? this.#inOrder(name, forward)
+          : forward());
       } catch (error) {
         if (subscribing) this.#drop(session, name);
         throw error;
@@ -795,6 +809,21 @@ export class Gateway {
     );
   }
 
+  /**
+   * Run `call` (a subscribe or unsubscribe of `uri` at its backend) once the one before it for
+   * `uri` is done, whatever its outcome.
+   */
+  #inOrder<T>(uri: string, call: () => Promise<T>): Promise<T> {
+    const previous = this.#subscriptionCalls.get(uri);
+    const result = previous === undefined ? call() : previous.then(call, call);
+    const settled = result.then(noop, noop);
+    this.#subscriptionCalls.set(uri, settled);
+    void settled.then(() => {
+      if (this.#subscriptionCalls.get(uri) === settled) this.#subscriptionCalls.delete(uri);
+    });
+    return result;
+  }
+
   /** True when a session other than `session` is subscribed to `uri`. */
   #heldByOthers(session: ClientSession, uri: string): boolean {
     return (this.#subscribers.get(uri) ?? 0) > (session.subscriptions.has(uri) ? 1 : 0);
@@ -832,14 +861,16 @@ export class Gateway {
           const route = this.router.route(uri);
           // Subscribed again meanwhile; or a connection that is gone took its subscriptions along.
           if (this.#subscribers.has(uri) || !route?.backend.connected) continue;
-          await route.backend
-            .request('resources/unsubscribe', { uri: route.name })
-            .catch((error: unknown) =>
-              this.#deps.log.debug(
-                { backend: route.backend.id, err: String(error) },
-                'releasing a subscription of a closed session failed',
-              ),
-            );
+          await this.#inOrder(uri, async () => {
+            // A session may have subscribed again while this waited its turn: it stays.
+            if (!this.#subscribers.has(uri))
+              await route.backend.request('resources/unsubscribe', { uri: route.name });
+          }).catch((error: unknown) =>
+            this.#deps.log.debug(
+              { backend: route.backend.id, err: String(error) },
+              'releasing a subscription of a closed session failed',
+            ),
+          );
         }
       }
     } finally {

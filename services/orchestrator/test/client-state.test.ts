@@ -203,6 +203,30 @@ describe('resource subscriptions of one session', () => {
     await staying.callTool({ name: 'bump', arguments: {} });
     await waitFor(() => updates.length === 2, 5000, 'an update after the other session ended');
   });
+
+  it('of two sessions to one URI: the last holder unsubscribing and another subscribing reach the backend in that order', async () => {
+    // The backend serves requests concurrently and takes 300 ms over an unsubscribe: the other
+    // session's subscribe, sent meanwhile, used to be done first, and the unsubscribe then ended
+    // the backend's subscription under the session that had just made it.
+    const { gateway, backend, backendSubscriptions } = await gatewayWithBackend();
+    backend.state.unsubscribeDelayMs = 300;
+    const counter = 'fixture://counter';
+    const leaving = await rawSession(gateway.mcpUrl);
+    const arriving = await connectClient(gateway.mcpUrl, { name: 'arriving' });
+    const updates: string[] = [];
+    arriving.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+      updates.push(n.params.uri);
+    });
+    expect((await leaving.send('resources/subscribe', { uri: counter })).json.result).toEqual({});
+    const unsubscribed = leaving.send('resources/unsubscribe', { uri: counter });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await arriving.subscribeResource({ uri: counter });
+    expect((await unsubscribed).json.result).toEqual({});
+    expect(backendSubscriptions()).toBe(1);
+    await arriving.callTool({ name: 'bump', arguments: {} });
+    await waitFor(() => updates.length === 1, 5000, 'an update for the session that subscribed');
+    expect(updates).toEqual([counter]);
+  });
 });
 
 /**
