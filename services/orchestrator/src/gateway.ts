@@ -234,13 +234,15 @@ export class Gateway {
    */
   readonly #subscribers = new Map<string, number>();
   /**
-   * Resource URI → the last subscribe or unsubscribe forwarded for it, still going. The next
-   * one waits for it, so the backend gets them in the order the gateway decided them: a
-   * session's unsubscribe (the last holder's) and another's subscribe of the same URI could
-   * otherwise arrive the other way round and leave the backend unsubscribed from a URI a
-   * session holds.
+   * What the backends hold for every session (`resource <uri>`: a subscription; `logging`:
+   * the log level) → the last call that changes it, still going. The next waits for it, so
+   * the backends get them in the order the gateway decided them: the last holder's
+   * unsubscribe and another session's subscribe of the same URI could otherwise arrive the
+   * other way round and leave the backend unsubscribed from a URI a session holds.
    */
-  readonly #subscriptionCalls = new Map<string, Promise<unknown>>();
+  readonly #shared = new Map<string, Promise<unknown>>();
+  /** The log level the backends were last asked for: the most verbose any session set. */
+  #backendLogLevel: LoggingLevel | undefined;
   /** URIs no session holds any more, to unsubscribe from at their backends (one at a time). */
   #orphaned: string[] = [];
   #releasing = false;
@@ -753,7 +755,7 @@ export class Gateway {
       let result: Result;
       try {
         result = await (method === 'resources/subscribe' || method === 'resources/unsubscribe'
-          ? this.#inOrder(name, forward)
+          ? this.#inOrder(`resource ${name}`, forward)
           : forward());
       } catch (error) {
         if (subscribing) this.#drop(session, name);
@@ -788,16 +790,17 @@ export class Gateway {
       session.logLevel = params.level as LoggingLevel;
       // One backend connection serves every session: it sends what the most verbose of them
       // wants, and each session gets the lines at its own level and above.
-      let verbose = session.logLevel;
-      for (const other of this.sessions)
-        if (other.logLevel !== undefined) verbose = moreVerbose(verbose, other.logLevel);
+      const verbose = this.#mostVerboseLevel() ?? session.logLevel;
+      this.#backendLogLevel = verbose;
       const forwarded = { ...params, level: verbose };
-      await Promise.all(
-        this.#deps.backends
-          .filter((b) => b.capabilities?.logging)
-          .map((b) =>
-            this.#call(session, b, method, forwarded, extra, scope).catch(() => undefined),
-          ),
+      await this.#inOrder('logging', () =>
+        Promise.all(
+          this.#deps.backends
+            .filter((b) => b.capabilities?.logging)
+            .map((b) =>
+              this.#call(session, b, method, forwarded, extra, scope).catch(() => undefined),
+            ),
+        ),
       );
       return {};
     }
@@ -810,16 +813,16 @@ export class Gateway {
   }
 
   /**
-   * Run `call` (a subscribe or unsubscribe of `uri` at its backend) once the one before it for
-   * `uri` is done, whatever its outcome.
+   * Run `call` (a call that changes what the backends hold for every session, `key`) once the
+   * one before it for `key` is done, whatever its outcome.
    */
-  #inOrder<T>(uri: string, call: () => Promise<T>): Promise<T> {
-    const previous = this.#subscriptionCalls.get(uri);
+  #inOrder<T>(key: string, call: () => Promise<T>): Promise<T> {
+    const previous = this.#shared.get(key);
     const result = previous === undefined ? call() : previous.then(call, call);
     const settled = result.then(noop, noop);
-    this.#subscriptionCalls.set(uri, settled);
+    this.#shared.set(key, settled);
     void settled.then(() => {
-      if (this.#subscriptionCalls.get(uri) === settled) this.#subscriptionCalls.delete(uri);
+      if (this.#shared.get(key) === settled) this.#shared.delete(key);
     });
     return result;
   }
@@ -848,6 +851,44 @@ export class Gateway {
     for (const uri of session.subscriptions)
       if (this.#drop(session, uri) <= 0) this.#orphaned.push(uri);
     if (this.#orphaned.length > 0 && !this.#releasing) void this.#releaseOrphaned();
+    if (session.logLevel !== undefined) this.#relaxLogLevel();
+  }
+
+  /** The most verbose log level a session set, if any did. */
+  #mostVerboseLevel(): LoggingLevel | undefined {
+    let verbose: LoggingLevel | undefined;
+    for (const { logLevel } of this.sessions)
+      if (logLevel !== undefined)
+        verbose = verbose === undefined ? logLevel : moreVerbose(verbose, logLevel);
+    return verbose;
+  }
+
+  /**
+   * A session that had set a log level ended: when the backends were asked for a level more
+   * verbose than any live session wants, they are asked for the one that is (the `debug` of a
+   * session that has gone would otherwise go on for as long as the connections live). With
+   * no live session holding a level, the backends keep the last one.
+   */
+  #relaxLogLevel(): void {
+    const level = this.#mostVerboseLevel();
+    if (level === undefined || level === this.#backendLogLevel) return;
+    this.#backendLogLevel = level;
+    void this.#inOrder('logging', () =>
+      Promise.all(
+        this.#deps.backends
+          .filter((b) => b.capabilities?.logging && b.connected)
+          .map((b) =>
+            b
+              .request('logging/setLevel', { level })
+              .catch((error: unknown) =>
+                this.#deps.log.debug(
+                  { backend: b.id, err: String(error) },
+                  'relaxing the log level of a backend failed',
+                ),
+              ),
+          ),
+      ),
+    );
   }
 
   /** Unsubscribe from the orphaned URIs, one request at a time (never a burst at a backend). */
@@ -861,7 +902,7 @@ export class Gateway {
           const route = this.router.route(uri);
           // Subscribed again meanwhile; or a connection that is gone took its subscriptions along.
           if (this.#subscribers.has(uri) || !route?.backend.connected) continue;
-          await this.#inOrder(uri, async () => {
+          await this.#inOrder(`resource ${uri}`, async () => {
             // A session may have subscribed again while this waited its turn: it stays.
             if (!this.#subscribers.has(uri))
               await route.backend.request('resources/unsubscribe', { uri: route.name });

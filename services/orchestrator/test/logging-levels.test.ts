@@ -4,6 +4,7 @@
  * and each session gets only the log lines at its own level and above.
  */
 import { startHttpBackend } from '@fleet/test-fixtures';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
@@ -45,6 +46,34 @@ describe('logging/setLevel', () => {
     await waitFor(() => quiet.lines.includes('q-error'), 5000, 'the quiet session its error line');
     expect(quiet.lines).toEqual(['q-error']);
     expect(verbose.lines).toEqual(['v-info']);
+  });
+
+  it('asks the backend for a less verbose level once the most verbose session has ended', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const gateway = await startGateway(`backends:\n  - {id: fx, url: "${backend.url}"}\n`, {
+      redis: false,
+    });
+    const backendLevels = () => [...backend.state.sessions].map((s) => s.logLevel);
+    const verbose = await loggingClient(gateway.mcpUrl);
+    const quiet = await loggingClient(gateway.mcpUrl);
+    await verbose.client.setLoggingLevel('debug');
+    await quiet.client.setLoggingLevel('warning');
+    expect(backendLevels()).toEqual(['debug']);
+    // The quiet session ending changes nothing: the verbose one still wants debug.
+    const other = await loggingClient(gateway.mcpUrl);
+    await other.client.setLoggingLevel('error');
+    await (other.client.transport as StreamableHTTPClientTransport).terminateSession();
+    await (verbose.client.transport as StreamableHTTPClientTransport).terminateSession();
+    // The backend used to be left at debug for as long as the gateway's connection lived.
+    await waitFor(
+      () => backendLevels()[0] === 'warning',
+      5000,
+      'the backend to be asked for warning',
+    );
+    expect(backendLevels()).toEqual(['warning']);
+    expect(await quiet.log('warning', 'q-warning')).toBe('logged warning');
+    await waitFor(() => quiet.lines.includes('q-warning'), 5000, 'the warning line');
   });
 
   // The gateway keeps the level it is given: one that is not an MCP level never reaches it.
