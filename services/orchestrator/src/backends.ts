@@ -54,6 +54,12 @@ export interface BackendHooks {
     request: ServerToClientRequest,
     signal: AbortSignal,
   ): Promise<Result>;
+  /**
+   * A new connection replaced one that was lost (a restarted stdio child, an HTTP backend that
+   * forgot the session): what the backend held for the gateway's sessions (resource
+   * subscriptions, the log level) went with the old one.
+   */
+  onReconnected?(backend: Backend): void;
 }
 
 /** Options for one backend call. */
@@ -129,6 +135,8 @@ export class Backend {
   #connecting: Promise<Client> | undefined;
   #capabilities: ServerCapabilities | undefined;
   #closed = false;
+  /** True once a connection was made: the next one is a reconnection. */
+  #everConnected = false;
   #restartDelayMs = 500;
   #restartTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #hooks: BackendHooks;
@@ -259,6 +267,15 @@ export class Backend {
         { backend: this.id, server: client.getServerVersion()?.name },
         'backend connected',
       );
+      const reconnected = this.#everConnected;
+      this.#everConnected = true;
+      if (reconnected) {
+        try {
+          this.#hooks.onReconnected?.(this);
+        } catch (error) {
+          this.#log.warn({ backend: this.id, err: String(error) }, 'restoring a backend failed');
+        }
+      }
       return client;
     })().finally(() => {
       this.#connecting = undefined;

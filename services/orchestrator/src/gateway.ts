@@ -827,6 +827,16 @@ export class Gateway {
     return result;
   }
 
+  /** Drop what the gateway knows of `backend`'s tools (their list changed). */
+  #forgetTools(backend: Backend): void {
+    const cache = this.#toolCache(backend);
+    cache.generation += 1;
+    cache.schemas.clear();
+    cache.rejected.clear();
+    cache.complete = false;
+    cache.loading = undefined;
+  }
+
   /** True when a session other than `session` is subscribed to `uri`. */
   #heldByOthers(session: ClientSession, uri: string): boolean {
     return (this.#subscribers.get(uri) ?? 0) > (session.subscriptions.has(uri) ? 1 : 0);
@@ -1031,18 +1041,50 @@ export class Gateway {
    * A backend notification: a log line goes to the call in flight on that backend (every
    * session when none is), list changes to every session, resource updates to subscribers.
    */
+  /**
+   * `backend` has a new connection in place of a lost one, which took along what the backend
+   * held for every session: the resource subscriptions that sessions still hold there are made
+   * again (one at a time, in turn with the sessions' own subscribes and unsubscribes) and the
+   * log level is asked for again. Its tools may have changed: their cached schemas are dropped.
+   */
+  onBackendReconnected(backend: Backend): void {
+    this.#forgetTools(backend);
+    const uris = [...this.#subscribers.keys()].filter(
+      (uri) => this.router.route(uri)?.backend === backend,
+    );
+    const level = this.#backendLogLevel;
+    void (async () => {
+      if (level !== undefined && backend.capabilities?.logging)
+        await this.#inOrder('logging', () =>
+          backend.request('logging/setLevel', { level: this.#backendLogLevel ?? level }),
+        ).catch((error: unknown) =>
+          this.#deps.log.warn(
+            { backend: backend.id, err: String(error) },
+            'asking a reconnected backend for the log level failed',
+          ),
+        );
+      for (const uri of uris) {
+        const route = this.router.route(uri);
+        if (route === undefined || route.backend !== backend) continue;
+        await this.#inOrder(`resource ${uri}`, async () => {
+          // Unsubscribed by every session meanwhile: nothing to restore.
+          if (this.#subscribers.has(uri))
+            await backend.request('resources/subscribe', { uri: route.name });
+        }).catch((error: unknown) =>
+          this.#deps.log.warn(
+            { backend: backend.id, err: String(error) },
+            'subscribing a reconnected backend again failed',
+          ),
+        );
+      }
+    })();
+  }
+
   onBackendNotification(backend: Backend, received: Notification): void {
     const params = withoutReservedMeta(received.params as Record<string, unknown> | undefined);
     const notification: Notification =
       params === received.params ? received : { method: received.method, params };
-    if (notification.method === 'notifications/tools/list_changed') {
-      const cache = this.#toolCache(backend);
-      cache.generation += 1;
-      cache.schemas.clear();
-      cache.rejected.clear();
-      cache.complete = false;
-      cache.loading = undefined;
-    }
+    if (notification.method === 'notifications/tools/list_changed') this.#forgetTools(backend);
     if (notification.method === 'notifications/resources/updated') {
       const uri = `${backend.prefix}${String(params?.uri)}`;
       if (!this.#subscribers.has(uri)) return;
