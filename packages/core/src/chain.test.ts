@@ -8,8 +8,11 @@ import {
 } from '../test/scenarios.ts';
 import {
   type ChainInterceptor,
+  chainAbortToError,
   type InvocationOutcome,
   type Invoker,
+  isFailureOutcome,
+  ProtocolError,
   parseInterceptorInfo,
   planChain,
   resolveService,
@@ -557,6 +560,139 @@ describe('runChain (in process)', () => {
     expect(aborted).toBe(true);
     expect(result.status).toBe('validation_failed');
     expect(result.abortedAt[0]?.type).toBe('invocation');
+  });
+});
+
+describe('an interceptor that refuses its params (-32602)', () => {
+  /** Answers every invocation with JSON-RPC `code`, as a remote service's error reaches the invoker. */
+  const answering = (code: number): Invoker => ({
+    invoke: async (params) => {
+      throw new ProtocolError(code, 'Invalid params: payload over the vault limit', {
+        name: params.name,
+        reason: 'limit_exceeded',
+      });
+    },
+  });
+  /** One interceptor `refuser` of the given type, mode and failOpen, on tools/call requests. */
+  const chainOf = (
+    invoker: Invoker,
+    descriptor: { type: 'validation' | 'mutation'; mode?: 'audit'; failOpen?: boolean },
+  ) =>
+    planChain(
+      resolveService(
+        'svc',
+        [
+          parseInterceptorInfo({
+            name: 'refuser',
+            hooks: [{ events: ['tools/call'], phase: 'request' }],
+            ...descriptor,
+          }),
+        ],
+        invoker,
+      ),
+      'tools/call',
+      'request',
+    );
+
+  it.each([
+    ['validator', 'validation', 'validation_failed', 'invocation'],
+    ['mutator', 'mutation', 'mutation_failed', 'mutation'],
+  ] as const)(
+    'reports a %s as rejected and still blocks, fail-closed',
+    async (_label, type, status, abortType) => {
+      const result = await runChain(chainOf(answering(-32602), { type }), { payload: {} });
+      expect(result.status).toBe(status);
+      expect(result.results).toEqual([
+        expect.objectContaining({
+          interceptor: 'refuser',
+          outcome: 'rejected',
+          error: { reason: 'limit_exceeded', code: -32602 },
+        }),
+      ]);
+      expect(result.results[0]?.failedOpen).toBeUndefined();
+      expect(result.abortedAt).toEqual([
+        {
+          interceptor: 'refuser',
+          serviceId: 'svc',
+          reason: 'limit_exceeded',
+          type: abortType,
+          phase: 'request',
+        },
+      ]);
+      // The client gets what any invocation failure gives it: -32603 naming the interceptor.
+      const error = chainAbortToError(result);
+      expect(error).toBeInstanceOf(ProtocolError);
+      expect(error?.code).toBe(-32603);
+      expect(error?.data).toEqual({
+        failedInterceptor: 'refuser',
+        reason: 'limit_exceeded',
+        phase: 'request',
+      });
+    },
+  );
+
+  it('is tolerated with failOpen, like any invocation failure', async () => {
+    const seen: InvocationOutcome[] = [];
+    const result = await runChain(
+      chainOf(answering(-32602), { type: 'validation', failOpen: true }),
+      { payload: { x: 1 } },
+      { onOutcome: (o) => seen.push(o) },
+    );
+    expect(result.status).toBe('success');
+    expect(result.finalPayload).toEqual({ x: 1 });
+    expect(result.abortedAt).toEqual([]);
+    expect(result.results[0]).toMatchObject({ outcome: 'rejected', failedOpen: true });
+    expect(seen.map((o) => o.outcome)).toEqual(['rejected']);
+  });
+
+  it('reports an audit-mode one as rejected to onAuditOutcome', async () => {
+    const audit: InvocationOutcome[] = [];
+    const result = await runChain(
+      chainOf(answering(-32602), { type: 'validation', mode: 'audit' }),
+      { payload: {} },
+      { onAuditOutcome: (o) => audit.push(o) },
+    );
+    expect(result.status).toBe('success');
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ mode: 'audit', outcome: 'rejected', error: { code: -32602 } });
+  });
+
+  it('keeps any other JSON-RPC error, and a crash, as failed', async () => {
+    const crashing: Invoker = {
+      invoke: async () => {
+        throw new Error('socket hang up');
+      },
+    };
+    for (const invoker of [answering(-32603), answering(-32601), crashing]) {
+      const result = await runChain(chainOf(invoker, { type: 'validation' }), { payload: {} });
+      expect(result.status).toBe('validation_failed');
+      expect(result.results[0]?.outcome).toBe('failed');
+    }
+  });
+
+  it('counts -32602 with data.reason "timeout" as a timeout, as the service meant', async () => {
+    const timedOut: Invoker = {
+      invoke: async (params) => {
+        throw new ProtocolError(-32602, 'timeout', { name: params.name, reason: 'timeout' });
+      },
+    };
+    const result = await runChain(chainOf(timedOut, { type: 'validation' }), { payload: {} });
+    expect(result.results[0]?.outcome).toBe('timeout');
+  });
+});
+
+describe('isFailureOutcome', () => {
+  it.each([
+    ['failed', true],
+    ['timeout', true],
+    ['rejected', true],
+    ['allowed', false],
+    ['warned', false],
+    ['denied', false],
+    ['modified', false],
+    ['unchanged', false],
+  ] as const)('%s → %s', (kind, failure) => {
+    expect(isFailureOutcome(kind)).toBe(failure);
   });
 });
 

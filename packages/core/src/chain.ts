@@ -7,9 +7,14 @@
  * parallel, then mutators in sequence); the response phase is sending (mutators, then
  * validators, which see the mutated payload). Audit-mode interceptors are started off the
  * critical path and never block or mutate. failOpen covers invocation failures only.
+ *
+ * An invocation failure is `failed` (crash, transport error, malformed result), `timeout`,
+ * or `rejected`: the service answered -32602, refusing the params it was given (e.g. a payload
+ * over one of its limits), which says the caller's input is at fault rather than the service.
+ * All three block the chain alike (fail-closed unless failOpen); only reports tell them apart.
  */
 import { setMaxListeners } from 'node:events';
-import { FleetError, ProtocolError } from './errors.ts';
+import { FleetError, JsonRpcCode, ProtocolError } from './errors.ts';
 import { matchesAnyEvent } from './events.ts';
 import type { ResolvedInterceptor } from './overrides.ts';
 import { compareChainOrder } from './priority.ts';
@@ -129,7 +134,11 @@ export function planChain(
   return { event, phase, stages: stages.filter((s) => s.steps.length > 0) };
 }
 
-/** How one invocation turned out. */
+/**
+ * How one invocation turned out: what its result decided ({@link ResultOutcome}), or how it
+ * failed: `failed` (crash, transport error, malformed result), `timeout`, or `rejected` (the
+ * service refused the params with -32602: the caller's input, not the service, is at fault).
+ */
 export type InvocationOutcomeKind =
   | 'allowed'
   | 'warned'
@@ -137,10 +146,22 @@ export type InvocationOutcomeKind =
   | 'modified'
   | 'unchanged'
   | 'failed'
-  | 'timeout';
+  | 'timeout'
+  | 'rejected';
+
+/** The {@link InvocationOutcomeKind}s of an invocation that produced no usable result. */
+export type FailureOutcome = 'failed' | 'timeout' | 'rejected';
 
 /** What an answered invocation decided (an {@link InvocationOutcomeKind} short of a failure). */
-export type ResultOutcome = Exclude<InvocationOutcomeKind, 'failed' | 'timeout'>;
+export type ResultOutcome = Exclude<InvocationOutcomeKind, FailureOutcome>;
+
+/**
+ * Whether `kind` is a failure of the invocation (`failed`, `timeout`, `rejected`): each blocks
+ * the chain unless the interceptor is failOpen.
+ */
+export function isFailureOutcome(kind: InvocationOutcomeKind): kind is FailureOutcome {
+  return kind === 'failed' || kind === 'timeout' || kind === 'rejected';
+}
 
 /**
  * What an interceptor's result decided, the one reading every report uses (chain outcomes,
@@ -164,7 +185,7 @@ export interface InvocationOutcome {
   durationMs: number;
   /** The canonical result, when the invocation succeeded. */
   result?: InterceptorResult;
-  /** Why the invocation failed. */
+  /** Why the invocation failed (`failed`, `timeout`, `rejected`). */
   error?: { reason: string; code?: number; timeoutMs?: number };
   /** True when a failure was tolerated because of failOpen. */
   failedOpen?: boolean;
@@ -367,7 +388,7 @@ export async function runChain(
     const fail = (
       reason: string,
       extra?: { code?: number; timeoutMs?: number },
-      kind: 'failed' | 'timeout' = 'failed',
+      kind: FailureOutcome = 'failed',
     ): InvocationOutcome => {
       const outcome = outcomeOf(kind);
       outcome.error = extra === undefined ? { reason } : { reason, ...extra };
@@ -428,7 +449,11 @@ export async function runChain(
       }
       const { reason, code } = failureReason(error);
       return {
-        outcome: fail(reason, code === undefined ? undefined : { code }),
+        outcome: fail(
+          reason,
+          code === undefined ? undefined : { code },
+          code === JsonRpcCode.INVALID_PARAMS ? 'rejected' : 'failed',
+        ),
         chainTimeout: false,
       };
     } finally {
@@ -477,7 +502,7 @@ export async function runChain(
       if (run.chainTimeout) timeouts.push(failureAbort(o, 'timeout'));
       else if (o.outcome === 'denied')
         denials.push({ ...failureAbort(o, 'validation'), reason: denialReason(o) });
-      else if ((o.outcome === 'failed' || o.outcome === 'timeout') && !o.failedOpen)
+      else if (isFailureOutcome(o.outcome) && !o.failedOpen)
         failures.push(failureAbort(o, 'invocation'));
     }
     if (timeouts.length > 0) {
@@ -504,7 +529,7 @@ export async function runChain(
         tally.abortedAt.push(failureAbort(o, 'timeout'));
         return;
       }
-      if (o.outcome === 'failed' || o.outcome === 'timeout') {
+      if (isFailureOutcome(o.outcome)) {
         if (o.failedOpen) continue;
         tally.status = 'mutation_failed';
         tally.abortedAt.push(failureAbort(o, 'mutation'));

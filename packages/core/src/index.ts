@@ -14,6 +14,7 @@ export type {
   ChainResult,
   ChainStage,
   ChainStep,
+  FailureOutcome,
   InvocationOutcome,
   InvocationOutcomeKind,
   InvokeOptions,
@@ -22,7 +23,13 @@ export type {
   ResultOutcome,
   RunChainOptions,
 } from './chain.ts';
-export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
+export {
+  failureReason,
+  isFailureOutcome,
+  planChain,
+  resultOutcome,
+  runChain,
+} from './chain.ts';
 export {
   BOOLEAN_WORDS_PROBLEM,
   booleanWord,
