@@ -7,8 +7,10 @@ import {
   waitForAudit,
 } from '../test/scenarios.ts';
 import {
+  AUDIT_OVERLOADED,
   type ChainInterceptor,
   chainAbortToError,
+  createInFlightLimit,
   type InvocationOutcome,
   type Invoker,
   isFailureOutcome,
@@ -678,6 +680,201 @@ describe('an interceptor that refuses its params (-32602)', () => {
     };
     const result = await runChain(chainOf(timedOut, { type: 'validation' }), { payload: {} });
     expect(result.results[0]?.outcome).toBe('timeout');
+  });
+});
+
+describe('auditLimit: audit-mode invocations in flight per service', () => {
+  /** An invoker whose answers the test gives, one by one; `calls` lists what reached it. */
+  function heldInvoker() {
+    const calls: Array<{ payload: unknown; answer(): void; fail(error: unknown): void }> = [];
+    const invoker: Invoker = {
+      invoke: (params) =>
+        new Promise((resolve, reject) => {
+          calls.push({
+            payload: params.payload,
+            answer: () =>
+              resolve({
+                interceptor: params.name,
+                type: 'validation',
+                phase: params.phase,
+                valid: true,
+              }),
+            fail: reject,
+          });
+        }),
+    };
+    return { invoker, calls };
+  }
+  const runObserved = (
+    chain: ChainInterceptor[],
+    payload: unknown,
+    audit: InvocationOutcome[],
+    options: Parameters<typeof runChain>[2] = {},
+  ) =>
+    runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload },
+      { onAuditOutcome: (o) => audit.push(o), ...options },
+    );
+
+  it('reports the invocation past the bound as overloaded at once, without starting it, and starts one again once a slot is free', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(2);
+    const audit: InvocationOutcome[] = [];
+    for (const n of [1, 2]) await runObserved(chain, { n }, audit, { auditLimit });
+    expect(calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(auditLimit.inFlight('svc')).toBe(2);
+
+    const third = await runObserved(chain, { n: 3 }, audit, { auditLimit });
+    expect(third.status).toBe('success');
+    // Reported before the run even returned, never sent, nothing of it kept.
+    expect(audit).toEqual([
+      {
+        interceptor: 'observer',
+        serviceId: 'svc',
+        type: 'validation',
+        mode: 'audit',
+        phase: 'request',
+        outcome: 'failed',
+        durationMs: 0,
+        error: { reason: AUDIT_OVERLOADED },
+      },
+    ]);
+    expect(calls).toHaveLength(2);
+
+    calls[0]?.answer();
+    await waitForAudit(audit, 2);
+    expect(audit[1]).toMatchObject({ outcome: 'allowed' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(1);
+    await runObserved(chain, { n: 4 }, audit, { auditLimit });
+    expect(calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
+    expect(auditLimit.inFlight('svc')).toBe(2);
+  });
+
+  it('counts each service on its own', async () => {
+    const held = heldInvoker();
+    const other = heldInvoker();
+    const observer = (serviceId: string, invoker: Invoker) =>
+      resolveService(
+        serviceId,
+        [
+          parseInterceptorInfo({
+            name: `observer-${serviceId}`,
+            type: 'validation',
+            mode: 'audit',
+            hooks: [{ events: ['*'], phase: 'request' }],
+          }),
+        ],
+        invoker,
+      );
+    const chain = [...observer('a', held.invoker), ...observer('b', other.invoker)];
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit });
+    await runObserved(chain, {}, audit, { auditLimit });
+    expect([held.calls.length, other.calls.length]).toEqual([1, 1]);
+    expect(audit.map((o) => [o.serviceId, o.error?.reason])).toEqual([
+      ['a', AUDIT_OVERLOADED],
+      ['b', AUDIT_OVERLOADED],
+    ]);
+  });
+
+  it('gives the slot back when the request fails', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit });
+    calls[0]?.fail(new Error('connection reset'));
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ outcome: 'failed', error: { reason: 'connection reset' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+    await runObserved(chain, {}, audit, { auditLimit });
+    expect(calls).toHaveLength(2);
+  });
+
+  it('keeps the slot of an invocation past its budget until its request ends', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ outcome: 'timeout' });
+    // The chain stopped waiting, but the request (and its payload) is still out there.
+    expect(auditLimit.inFlight('svc')).toBe(1);
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    expect(audit[1]).toMatchObject({ outcome: 'failed', error: { reason: AUDIT_OVERLOADED } });
+    calls[0]?.answer();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    expect(calls).toHaveLength(2);
+  });
+
+  it('counts an invocation waiting for its deferred start, and frees a slot never sent', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'observer',
+          type: 'validation',
+          mode: 'audit',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    const deferred: Array<() => void> = [];
+    const deferAudit = (start: () => void) => deferred.push(start);
+    await runObserved(chain, {}, audit, { auditLimit, deferAudit });
+    await runObserved(chain, {}, audit, { auditLimit, deferAudit });
+    expect(deferred).toHaveLength(1);
+    expect(audit.map((o) => o.error?.reason)).toEqual([AUDIT_OVERLOADED]);
+    deferred[0]?.();
+    calls[0]?.answer();
+    await waitForAudit(audit, 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+
+    // An invocation whose budget is gone before it is sent never reaches the invoker.
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 0 });
+    await waitForAudit(audit, 3);
+    expect(audit[2]).toMatchObject({ outcome: 'timeout' });
+    expect(calls).toHaveLength(1);
+    expect(auditLimit.inFlight('svc')).toBe(0);
+  });
+
+  it('leaves active invocations alone', async () => {
+    const invoker: Invoker = {
+      invoke: async (params) => ({
+        interceptor: params.name,
+        type: 'validation',
+        phase: params.phase,
+        valid: true,
+      }),
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'gate',
+          type: 'validation',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const auditLimit = createInFlightLimit(1);
+    auditLimit.tryAcquire('svc');
+    const result = await runObserved(chain, {}, [], { auditLimit });
+    expect(result.results.map((o) => o.outcome)).toEqual(['allowed']);
   });
 });
 

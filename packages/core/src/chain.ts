@@ -16,6 +16,7 @@
 import { setMaxListeners } from 'node:events';
 import { FleetError, JsonRpcCode, ProtocolError } from './errors.ts';
 import { matchesAnyEvent } from './events.ts';
+import type { InFlightLimit } from './in-flight.ts';
 import type { ResolvedInterceptor } from './overrides.ts';
 import { compareChainOrder } from './priority.ts';
 import type {
@@ -243,6 +244,17 @@ export interface RunChainOptions {
   /** Budget for audit invocations without their own timeout (default 30 s). */
   auditTimeoutMs?: number;
   /**
+   * Bounds the audit-mode invocations in flight per interceptor service (keyed by service
+   * id); share one across every run so that the bound holds for the whole process. A slot is
+   * taken when the chain reaches the invocation (before {@link deferAudit}: one waiting for
+   * its batch holds its payload too) and given back once its request is over: the invoker's
+   * promise settled, or the invocation was never sent. An invoker must settle every request
+   * (the kit's remote one does by its request timeout); one that never does keeps its slot.
+   * Past the bound the invocation is not started and its payload not kept: `onAuditOutcome`
+   * gets it at once as `failed` with reason {@link AUDIT_OVERLOADED} and `durationMs` 0.
+   */
+  auditLimit?: InFlightLimit;
+  /**
    * Schedules the start of each audit-mode invocation (default: start at once). A caller
    * may batch them, e.g. to wake an observer service once per batch instead of per call;
    * each audit invocation's time budget starts when it actually starts.
@@ -282,6 +294,12 @@ const TIMEOUT = Symbol('timeout');
 const NEVER_ABORTED = new AbortController().signal;
 setMaxListeners(0, NEVER_ABORTED);
 const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
+
+/**
+ * The failure reason of an audit-mode invocation that was not started because its service
+ * already had {@link RunChainOptions.auditLimit} of them in flight.
+ */
+export const AUDIT_OVERLOADED = 'overloaded';
 
 /** What a run (or a speculative stage) has decided so far. */
 interface Tally {
@@ -360,11 +378,16 @@ export async function runChain(
   };
   options.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
+  /**
+   * Invoke one step. `requestEnded`, when given, is called once the invoker's request is over
+   * (its promise settled, which may be after the step's own verdict) or was never made.
+   */
   const invokeStep = async (
     step: ChainStep,
     stepPayload: unknown,
     audit: boolean,
     scope: unknown,
+    requestEnded?: () => void,
   ): Promise<StepRun> => {
     const { interceptor } = step;
     const t0 = now();
@@ -396,10 +419,13 @@ export async function runChain(
       return outcome;
     };
     if (budget <= 0) {
+      requestEnded?.();
       return { outcome: fail('timeout', { timeoutMs: 0 }, 'timeout'), chainTimeout: chainLimited };
     }
-    if (!audit && options.signal?.aborted)
+    if (!audit && options.signal?.aborted) {
+      requestEnded?.();
       return { outcome: fail('cancelled'), chainTimeout: false };
+    }
     const params: InvokeParams = { name: interceptor.name, event, phase, payload: stepPayload };
     if (Number.isFinite(budget)) params.timeoutMs = Math.max(1, Math.floor(budget));
     const config = input.config?.[interceptor.name];
@@ -411,6 +437,7 @@ export async function runChain(
     if (scope !== undefined) invokeOptions.scope = scope;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let failWaiting: ((error: unknown) => void) | undefined;
+    let request: Promise<unknown> | undefined;
     try {
       // The answer, or TIMEOUT when the budget runs out first (an invoker that ignores its
       // signal cannot hold the chain).
@@ -422,7 +449,8 @@ export async function runChain(
           failWaiting = reject;
           waiting.add(reject);
         }
-        interceptor.invoker.invoke(params, invokeOptions).then(resolve, reject);
+        request = interceptor.invoker.invoke(params, invokeOptions);
+        request.then(resolve, reject);
       });
       if (raw === TIMEOUT) {
         const timeoutMs = Math.floor(budget);
@@ -459,12 +487,27 @@ export async function runChain(
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       if (failWaiting) waiting.delete(failWaiting);
+      // A request past its budget still holds its payload until the invoker lets it go.
+      if (requestEnded !== undefined) {
+        if (request === undefined) requestEnded();
+        else Promise.resolve(request).then(requestEnded, requestEnded);
+      }
     }
   };
 
   const fireAudit = (step: ChainStep, stepPayload: unknown, scope: unknown) => {
+    const { auditLimit } = options;
+    const { interceptor } = step;
+    let release: (() => void) | undefined;
+    if (auditLimit !== undefined) {
+      if (!auditLimit.tryAcquire(interceptor.serviceId)) {
+        safeCall(options.onAuditOutcome, overloadedOutcome(interceptor, phase));
+        return;
+      }
+      release = () => auditLimit.release(interceptor.serviceId);
+    }
     const start = () =>
-      void invokeStep(step, stepPayload, true, scope).then(({ outcome }) =>
+      void invokeStep(step, stepPayload, true, scope, release).then(({ outcome }) =>
         safeCall(options.onAuditOutcome, outcome),
       );
     if (options.deferAudit) options.deferAudit(start);
@@ -598,6 +641,22 @@ export async function runChain(
   if (options.timeoutMs !== undefined) result.timeoutMs = options.timeoutMs;
   if (status === 'success') result.finalPayload = payload;
   return result;
+}
+
+/** The outcome of an audit-mode invocation refused by {@link RunChainOptions.auditLimit}. */
+function overloadedOutcome(interceptor: ChainInterceptor, phase: Phase): InvocationOutcome {
+  const outcome: InvocationOutcome = {
+    interceptor: interceptor.name,
+    serviceId: interceptor.serviceId,
+    type: interceptor.type,
+    mode: interceptor.mode,
+    phase,
+    outcome: 'failed',
+    durationMs: 0,
+    error: { reason: AUDIT_OVERLOADED },
+  };
+  if (interceptor.failOpen) outcome.failedOpen = true;
+  return outcome;
 }
 
 /** The interceptor's own host reported a timeout (-32603 with `data.reason: "timeout"`). */

@@ -24,6 +24,7 @@ export type {
   RunChainOptions,
 } from './chain.ts';
 export {
+  AUDIT_OVERLOADED,
   failureReason,
   isFailureOutcome,
   planChain,
@@ -73,6 +74,8 @@ export {
   NEVER_INTERCEPTED_METHODS,
   patternCovers,
 } from './events.ts';
+export type { InFlightLimit } from './in-flight.ts';
+export { createInFlightLimit } from './in-flight.ts';
 export { allowedKeysAt, editDistance, unknownKeyMessage, withKeyHints } from './keys.ts';
 export type { SignalSource } from './lazy-abort.ts';
 export { LazyAbortController, signalOf } from './lazy-abort.ts';

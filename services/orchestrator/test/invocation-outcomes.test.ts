@@ -2,7 +2,8 @@
  * How the gateway reports invocations that produced no result, through real interceptor
  * services: a -32602 answer (the service refused the caller's params) is outcome `rejected`,
  * not `failed`, on the metric, the invocation span and the audit record, yet still blocks the
- * chain as a failure does.
+ * chain as a failure does; an audit-mode invocation past `chain.maxAuditInFlight` for its
+ * service is not started and is counted `failed` (reason `overloaded`).
  */
 import { createServer } from 'node:http';
 import { parseAuditRecord } from '@fleet/audit';
@@ -13,6 +14,7 @@ import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/
 import { startHttpBackend } from '@fleet/test-fixtures';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/app.ts';
 import { auditRecordOf } from '../src/audit.ts';
 import {
   connectClient,
@@ -20,6 +22,7 @@ import {
   listenLoopback,
   serveInterceptors,
   startGateway,
+  waitFor,
 } from './harness.ts';
 
 let receiver: OtlpReceiver;
@@ -161,5 +164,68 @@ describe('an interceptor answering -32602', () => {
     const after = invocationCounts(await scrape(), 'vault-guard');
     expect((after.rejected ?? 0) - (before.rejected ?? 0)).toBe(1);
     expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(0);
+  });
+});
+
+describe('chain.maxAuditInFlight', () => {
+  it('defaults to 1000 and must be a positive integer', () => {
+    expect(parseConfig('{}').chain.maxAuditInFlight).toBe(1000);
+    expect(parseConfig('chain: {maxAuditInFlight: 5}').chain.maxAuditInFlight).toBe(5);
+    for (const bad of ['0', '-1', '2.5', '"many"'])
+      expect(() => parseConfig(`chain: {maxAuditInFlight: ${bad}}`)).toThrow(/maxAuditInFlight/);
+  });
+
+  it('counts an audit invocation to a hung service past the bound as failed, never sends it, and sends again once one is answered', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    // An audit-mode observer that answers only when the test lets it.
+    const held: Array<() => void> = [];
+    const observer = defineValidator({
+      name: 'hung-observer',
+      mode: 'audit',
+      hooks: [{ events: ['tools/call'], phase: 'request' }],
+      handler: () =>
+        new Promise((resolve) => {
+          held.push(() => resolve(allow()));
+        }),
+    });
+    const served = await serveInterceptors([observer]);
+    // Its own budget (60 s) outlasts the test: the service hangs rather than timing out.
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n    overrides: {hung-observer: {timeoutMs: 60000}}\nchain: {auditBatchMs: 0, maxAuditInFlight: 2}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    // Runs first (last registered): the gateway's close waits for requests still out.
+    defer(async () => {
+      for (const answer of held) answer();
+    });
+    const call = () => client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    const before = invocationCounts(await scrape(), 'hung-observer');
+    const grew = async (outcome: string) =>
+      (invocationCounts(await scrape(), 'hung-observer')[outcome] ?? 0) - (before[outcome] ?? 0);
+
+    // Two calls: their audit invocations reach the service and hang there; the calls do not wait.
+    await call();
+    await call();
+    await waitFor(() => held.length === 2, 5000, 'both audit invocations at the service');
+
+    // The third finds both slots taken: counted failed at once, never sent.
+    const third = await call();
+    expect(third.isError).toBeFalsy();
+    expect(await grew('failed')).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(held).toHaveLength(2);
+
+    // One answered: its slot is free and the next call's audit invocation is sent again.
+    held[0]?.();
+    await waitFor(
+      async () => (await grew('allowed')) === 1,
+      5000,
+      'the answered invocation counted',
+    );
+    await call();
+    await waitFor(() => held.length === 3, 5000, 'a new audit invocation at the service');
+    expect(await grew('failed')).toBe(1);
   });
 });
