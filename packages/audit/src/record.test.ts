@@ -292,6 +292,33 @@ describe('AuditRecordSchema', () => {
     ['a timestamp with an offset', { ...minimal, timestamp: '2026-11-30T13:00:00+01:00' }],
     ['a lowercase ULID', { ...minimal, id: minimal.id.toLowerCase() }],
     ['each status', { ...minimal, decision: 'error', status: 'backend_error' }],
+    [
+      // An interceptor that refused the caller's params (-32602) stops the chain as a failure.
+      'an interceptor outcome rejected',
+      {
+        ...minimal,
+        decision: 'error',
+        status: 'invocation_failed',
+        interceptors: [
+          {
+            name: 'pii-guard',
+            service: 'svc-1',
+            type: 'validation',
+            mode: 'active',
+            outcome: 'rejected',
+            durationMs: 0.4,
+          },
+        ],
+        abortReasons: [
+          {
+            interceptor: 'pii-guard',
+            reason: 'limit_exceeded',
+            type: 'invocation',
+            phase: 'request',
+          },
+        ],
+      },
+    ],
   ])('accepts %s', (_, record) => {
     expect(parseAuditRecord(record)).toEqual(record);
   });

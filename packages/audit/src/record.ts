@@ -156,7 +156,13 @@ export const AuditInterceptorSchema = z.object({
   service: boundedText(LIMITS.nameLength).optional(),
   type: z.enum(['validation', 'mutation']),
   mode: z.enum(['active', 'audit']),
-  /** The chain engine's outcome kind, e.g. `allowed`, `denied`, `modified`, `failed`, `timeout`. */
+  /**
+   * The chain engine's outcome kind (`@fleet/core`'s `InvocationOutcomeKind`): `allowed`
+   * `warned` `denied` `modified` `unchanged`, or a failure: `failed`, `timeout`, `rejected`
+   * (the interceptor refused the caller's params with -32602; it blocked the chain as a failure
+   * does unless failOpen). Free text rather than an enum: a record written by a newer producer
+   * with an outcome this worker does not know must still be stored, never lost as malformed.
+   */
   outcome: boundedText(LIMITS.nameLength),
   durationMs: z.number().nonnegative(),
   messages: z.array(AuditMessageSchema).optional(),

@@ -7,9 +7,14 @@ import {
   waitForAudit,
 } from '../test/scenarios.ts';
 import {
+  AUDIT_OVERLOADED,
   type ChainInterceptor,
+  chainAbortToError,
+  createInFlightLimit,
   type InvocationOutcome,
   type Invoker,
+  isFailureOutcome,
+  ProtocolError,
   parseInterceptorInfo,
   planChain,
   resolveService,
@@ -557,6 +562,334 @@ describe('runChain (in process)', () => {
     expect(aborted).toBe(true);
     expect(result.status).toBe('validation_failed');
     expect(result.abortedAt[0]?.type).toBe('invocation');
+  });
+});
+
+describe('an interceptor that refuses its params (-32602)', () => {
+  /** Answers every invocation with JSON-RPC `code`, as a remote service's error reaches the invoker. */
+  const answering = (code: number): Invoker => ({
+    invoke: async (params) => {
+      throw new ProtocolError(code, 'Invalid params: payload over the vault limit', {
+        name: params.name,
+        reason: 'limit_exceeded',
+      });
+    },
+  });
+  /** One interceptor `refuser` of the given type, mode and failOpen, on tools/call requests. */
+  const chainOf = (
+    invoker: Invoker,
+    descriptor: { type: 'validation' | 'mutation'; mode?: 'audit'; failOpen?: boolean },
+  ) =>
+    planChain(
+      resolveService(
+        'svc',
+        [
+          parseInterceptorInfo({
+            name: 'refuser',
+            hooks: [{ events: ['tools/call'], phase: 'request' }],
+            ...descriptor,
+          }),
+        ],
+        invoker,
+      ),
+      'tools/call',
+      'request',
+    );
+
+  it.each([
+    ['validator', 'validation', 'validation_failed', 'invocation'],
+    ['mutator', 'mutation', 'mutation_failed', 'mutation'],
+  ] as const)(
+    'reports a %s as rejected and still blocks, fail-closed',
+    async (_label, type, status, abortType) => {
+      const result = await runChain(chainOf(answering(-32602), { type }), { payload: {} });
+      expect(result.status).toBe(status);
+      expect(result.results).toEqual([
+        expect.objectContaining({
+          interceptor: 'refuser',
+          outcome: 'rejected',
+          error: { reason: 'limit_exceeded', code: -32602 },
+        }),
+      ]);
+      expect(result.results[0]?.failedOpen).toBeUndefined();
+      expect(result.abortedAt).toEqual([
+        {
+          interceptor: 'refuser',
+          serviceId: 'svc',
+          reason: 'limit_exceeded',
+          type: abortType,
+          phase: 'request',
+        },
+      ]);
+      // The client gets what any invocation failure gives it: -32603 naming the interceptor.
+      const error = chainAbortToError(result);
+      expect(error).toBeInstanceOf(ProtocolError);
+      expect(error?.code).toBe(-32603);
+      expect(error?.data).toEqual({
+        failedInterceptor: 'refuser',
+        reason: 'limit_exceeded',
+        phase: 'request',
+      });
+    },
+  );
+
+  it('is tolerated with failOpen, like any invocation failure', async () => {
+    const seen: InvocationOutcome[] = [];
+    const result = await runChain(
+      chainOf(answering(-32602), { type: 'validation', failOpen: true }),
+      { payload: { x: 1 } },
+      { onOutcome: (o) => seen.push(o) },
+    );
+    expect(result.status).toBe('success');
+    expect(result.finalPayload).toEqual({ x: 1 });
+    expect(result.abortedAt).toEqual([]);
+    expect(result.results[0]).toMatchObject({ outcome: 'rejected', failedOpen: true });
+    expect(seen.map((o) => o.outcome)).toEqual(['rejected']);
+  });
+
+  it('reports an audit-mode one as rejected to onAuditOutcome', async () => {
+    const audit: InvocationOutcome[] = [];
+    const result = await runChain(
+      chainOf(answering(-32602), { type: 'validation', mode: 'audit' }),
+      { payload: {} },
+      { onAuditOutcome: (o) => audit.push(o) },
+    );
+    expect(result.status).toBe('success');
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ mode: 'audit', outcome: 'rejected', error: { code: -32602 } });
+  });
+
+  it('keeps any other JSON-RPC error, and a crash, as failed', async () => {
+    const crashing: Invoker = {
+      invoke: async () => {
+        throw new Error('socket hang up');
+      },
+    };
+    for (const invoker of [answering(-32603), answering(-32601), crashing]) {
+      const result = await runChain(chainOf(invoker, { type: 'validation' }), { payload: {} });
+      expect(result.status).toBe('validation_failed');
+      expect(result.results[0]?.outcome).toBe('failed');
+    }
+  });
+
+  it('counts -32602 with data.reason "timeout" as a timeout, as the service meant', async () => {
+    const timedOut: Invoker = {
+      invoke: async (params) => {
+        throw new ProtocolError(-32602, 'timeout', { name: params.name, reason: 'timeout' });
+      },
+    };
+    const result = await runChain(chainOf(timedOut, { type: 'validation' }), { payload: {} });
+    expect(result.results[0]?.outcome).toBe('timeout');
+  });
+});
+
+describe('auditLimit: audit-mode invocations in flight per service', () => {
+  /** An invoker whose answers the test gives, one by one; `calls` lists what reached it. */
+  function heldInvoker() {
+    const calls: Array<{ payload: unknown; answer(): void; fail(error: unknown): void }> = [];
+    const invoker: Invoker = {
+      invoke: (params) =>
+        new Promise((resolve, reject) => {
+          calls.push({
+            payload: params.payload,
+            answer: () =>
+              resolve({
+                interceptor: params.name,
+                type: 'validation',
+                phase: params.phase,
+                valid: true,
+              }),
+            fail: reject,
+          });
+        }),
+    };
+    return { invoker, calls };
+  }
+  const runObserved = (
+    chain: ChainInterceptor[],
+    payload: unknown,
+    audit: InvocationOutcome[],
+    options: Parameters<typeof runChain>[2] = {},
+  ) =>
+    runChain(
+      planChain(chain, 'tools/call', 'request'),
+      { payload },
+      { onAuditOutcome: (o) => audit.push(o), ...options },
+    );
+
+  it('reports the invocation past the bound as overloaded at once, without starting it, and starts one again once a slot is free', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(2);
+    const audit: InvocationOutcome[] = [];
+    for (const n of [1, 2]) await runObserved(chain, { n }, audit, { auditLimit });
+    expect(calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(auditLimit.inFlight('svc')).toBe(2);
+
+    const third = await runObserved(chain, { n: 3 }, audit, { auditLimit });
+    expect(third.status).toBe('success');
+    // Reported before the run even returned, never sent, nothing of it kept.
+    expect(audit).toEqual([
+      {
+        interceptor: 'observer',
+        serviceId: 'svc',
+        type: 'validation',
+        mode: 'audit',
+        phase: 'request',
+        outcome: 'failed',
+        durationMs: 0,
+        error: { reason: AUDIT_OVERLOADED },
+      },
+    ]);
+    expect(calls).toHaveLength(2);
+
+    calls[0]?.answer();
+    await waitForAudit(audit, 2);
+    expect(audit[1]).toMatchObject({ outcome: 'allowed' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(1);
+    await runObserved(chain, { n: 4 }, audit, { auditLimit });
+    expect(calls.map((c) => c.payload)).toEqual([{ n: 1 }, { n: 2 }, { n: 4 }]);
+    expect(auditLimit.inFlight('svc')).toBe(2);
+  });
+
+  it('counts each service on its own', async () => {
+    const held = heldInvoker();
+    const other = heldInvoker();
+    const observer = (serviceId: string, invoker: Invoker) =>
+      resolveService(
+        serviceId,
+        [
+          parseInterceptorInfo({
+            name: `observer-${serviceId}`,
+            type: 'validation',
+            mode: 'audit',
+            hooks: [{ events: ['*'], phase: 'request' }],
+          }),
+        ],
+        invoker,
+      );
+    const chain = [...observer('a', held.invoker), ...observer('b', other.invoker)];
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit });
+    await runObserved(chain, {}, audit, { auditLimit });
+    expect([held.calls.length, other.calls.length]).toEqual([1, 1]);
+    expect(audit.map((o) => [o.serviceId, o.error?.reason])).toEqual([
+      ['a', AUDIT_OVERLOADED],
+      ['b', AUDIT_OVERLOADED],
+    ]);
+  });
+
+  it('gives the slot back when the request fails', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit });
+    calls[0]?.fail(new Error('connection reset'));
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ outcome: 'failed', error: { reason: 'connection reset' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+    await runObserved(chain, {}, audit, { auditLimit });
+    expect(calls).toHaveLength(2);
+  });
+
+  it('keeps the slot of an invocation past its budget until its request ends', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = auditObserver(invoker);
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    await waitForAudit(audit, 1);
+    expect(audit[0]).toMatchObject({ outcome: 'timeout' });
+    // The chain stopped waiting, but the request (and its payload) is still out there.
+    expect(auditLimit.inFlight('svc')).toBe(1);
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    expect(audit[1]).toMatchObject({ outcome: 'failed', error: { reason: AUDIT_OVERLOADED } });
+    calls[0]?.answer();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 20 });
+    expect(calls).toHaveLength(2);
+  });
+
+  it('counts an invocation waiting for its deferred start, and frees a slot never sent', async () => {
+    const { invoker, calls } = heldInvoker();
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'observer',
+          type: 'validation',
+          mode: 'audit',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const auditLimit = createInFlightLimit(1);
+    const audit: InvocationOutcome[] = [];
+    const deferred: Array<() => void> = [];
+    const deferAudit = (start: () => void) => deferred.push(start);
+    await runObserved(chain, {}, audit, { auditLimit, deferAudit });
+    await runObserved(chain, {}, audit, { auditLimit, deferAudit });
+    expect(deferred).toHaveLength(1);
+    expect(audit.map((o) => o.error?.reason)).toEqual([AUDIT_OVERLOADED]);
+    deferred[0]?.();
+    calls[0]?.answer();
+    await waitForAudit(audit, 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(auditLimit.inFlight('svc')).toBe(0);
+
+    // An invocation whose budget is gone before it is sent never reaches the invoker.
+    await runObserved(chain, {}, audit, { auditLimit, auditTimeoutMs: 0 });
+    await waitForAudit(audit, 3);
+    expect(audit[2]).toMatchObject({ outcome: 'timeout' });
+    expect(calls).toHaveLength(1);
+    expect(auditLimit.inFlight('svc')).toBe(0);
+  });
+
+  it('leaves active invocations alone', async () => {
+    const invoker: Invoker = {
+      invoke: async (params) => ({
+        interceptor: params.name,
+        type: 'validation',
+        phase: params.phase,
+        valid: true,
+      }),
+    };
+    const chain = resolveService(
+      'svc',
+      [
+        parseInterceptorInfo({
+          name: 'gate',
+          type: 'validation',
+          hooks: [{ events: ['*'], phase: 'request' }],
+        }),
+      ],
+      invoker,
+    );
+    const auditLimit = createInFlightLimit(1);
+    auditLimit.tryAcquire('svc');
+    const result = await runObserved(chain, {}, [], { auditLimit });
+    expect(result.results.map((o) => o.outcome)).toEqual(['allowed']);
+  });
+});
+
+describe('isFailureOutcome', () => {
+  it.each([
+    ['failed', true],
+    ['timeout', true],
+    ['rejected', true],
+    ['allowed', false],
+    ['warned', false],
+    ['denied', false],
+    ['modified', false],
+    ['unchanged', false],
+  ] as const)('%s → %s', (kind, failure) => {
+    expect(isFailureOutcome(kind)).toBe(failure);
   });
 });
 

@@ -7,10 +7,16 @@
  * parallel, then mutators in sequence); the response phase is sending (mutators, then
  * validators, which see the mutated payload). Audit-mode interceptors are started off the
  * critical path and never block or mutate. failOpen covers invocation failures only.
+ *
+ * An invocation failure is `failed` (crash, transport error, malformed result), `timeout`,
+ * or `rejected`: the service answered -32602, refusing the params it was given (e.g. a payload
+ * over one of its limits), which says the caller's input is at fault rather than the service.
+ * All three block the chain alike (fail-closed unless failOpen); only reports tell them apart.
  */
 import { setMaxListeners } from 'node:events';
-import { FleetError, ProtocolError } from './errors.ts';
+import { FleetError, JsonRpcCode, ProtocolError } from './errors.ts';
 import { matchesAnyEvent } from './events.ts';
+import type { InFlightLimit } from './in-flight.ts';
 import type { ResolvedInterceptor } from './overrides.ts';
 import { compareChainOrder } from './priority.ts';
 import type {
@@ -129,7 +135,11 @@ export function planChain(
   return { event, phase, stages: stages.filter((s) => s.steps.length > 0) };
 }
 
-/** How one invocation turned out. */
+/**
+ * How one invocation turned out: what its result decided ({@link ResultOutcome}), or how it
+ * failed: `failed` (crash, transport error, malformed result), `timeout`, or `rejected` (the
+ * service refused the params with -32602: the caller's input, not the service, is at fault).
+ */
 export type InvocationOutcomeKind =
   | 'allowed'
   | 'warned'
@@ -137,10 +147,22 @@ export type InvocationOutcomeKind =
   | 'modified'
   | 'unchanged'
   | 'failed'
-  | 'timeout';
+  | 'timeout'
+  | 'rejected';
+
+/** The {@link InvocationOutcomeKind}s of an invocation that produced no usable result. */
+export type FailureOutcome = 'failed' | 'timeout' | 'rejected';
 
 /** What an answered invocation decided (an {@link InvocationOutcomeKind} short of a failure). */
-export type ResultOutcome = Exclude<InvocationOutcomeKind, 'failed' | 'timeout'>;
+export type ResultOutcome = Exclude<InvocationOutcomeKind, FailureOutcome>;
+
+/**
+ * Whether `kind` is a failure of the invocation (`failed`, `timeout`, `rejected`): each blocks
+ * the chain unless the interceptor is failOpen.
+ */
+export function isFailureOutcome(kind: InvocationOutcomeKind): kind is FailureOutcome {
+  return kind === 'failed' || kind === 'timeout' || kind === 'rejected';
+}
 
 /**
  * What an interceptor's result decided, the one reading every report uses (chain outcomes,
@@ -164,7 +186,7 @@ export interface InvocationOutcome {
   durationMs: number;
   /** The canonical result, when the invocation succeeded. */
   result?: InterceptorResult;
-  /** Why the invocation failed. */
+  /** Why the invocation failed (`failed`, `timeout`, `rejected`). */
   error?: { reason: string; code?: number; timeoutMs?: number };
   /** True when a failure was tolerated because of failOpen. */
   failedOpen?: boolean;
@@ -222,6 +244,17 @@ export interface RunChainOptions {
   /** Budget for audit invocations without their own timeout (default 30 s). */
   auditTimeoutMs?: number;
   /**
+   * Bounds the audit-mode invocations in flight per interceptor service (keyed by service
+   * id); share one across every run so that the bound holds for the whole process. A slot is
+   * taken when the chain reaches the invocation (before {@link deferAudit}: one waiting for
+   * its batch holds its payload too) and given back once its request is over: the invoker's
+   * promise settled, or the invocation was never sent. An invoker must settle every request
+   * (the kit's remote one does by its request timeout); one that never does keeps its slot.
+   * Past the bound the invocation is not started and its payload not kept: `onAuditOutcome`
+   * gets it at once as `failed` with reason {@link AUDIT_OVERLOADED} and `durationMs` 0.
+   */
+  auditLimit?: InFlightLimit;
+  /**
    * Schedules the start of each audit-mode invocation (default: start at once). A caller
    * may batch them, e.g. to wake an observer service once per batch instead of per call;
    * each audit invocation's time budget starts when it actually starts.
@@ -261,6 +294,12 @@ const TIMEOUT = Symbol('timeout');
 const NEVER_ABORTED = new AbortController().signal;
 setMaxListeners(0, NEVER_ABORTED);
 const DEFAULT_AUDIT_TIMEOUT_MS = 30_000;
+
+/**
+ * The failure reason of an audit-mode invocation that was not started because its service
+ * already had {@link RunChainOptions.auditLimit} of them in flight.
+ */
+export const AUDIT_OVERLOADED = 'overloaded';
 
 /** What a run (or a speculative stage) has decided so far. */
 interface Tally {
@@ -339,11 +378,16 @@ export async function runChain(
   };
   options.signal?.addEventListener('abort', onCallerAbort, { once: true });
 
+  /**
+   * Invoke one step. `requestEnded`, when given, is called once the invoker's request is over
+   * (its promise settled, which may be after the step's own verdict) or was never made.
+   */
   const invokeStep = async (
     step: ChainStep,
     stepPayload: unknown,
     audit: boolean,
     scope: unknown,
+    requestEnded?: () => void,
   ): Promise<StepRun> => {
     const { interceptor } = step;
     const t0 = now();
@@ -367,7 +411,7 @@ export async function runChain(
     const fail = (
       reason: string,
       extra?: { code?: number; timeoutMs?: number },
-      kind: 'failed' | 'timeout' = 'failed',
+      kind: FailureOutcome = 'failed',
     ): InvocationOutcome => {
       const outcome = outcomeOf(kind);
       outcome.error = extra === undefined ? { reason } : { reason, ...extra };
@@ -375,10 +419,13 @@ export async function runChain(
       return outcome;
     };
     if (budget <= 0) {
+      requestEnded?.();
       return { outcome: fail('timeout', { timeoutMs: 0 }, 'timeout'), chainTimeout: chainLimited };
     }
-    if (!audit && options.signal?.aborted)
+    if (!audit && options.signal?.aborted) {
+      requestEnded?.();
       return { outcome: fail('cancelled'), chainTimeout: false };
+    }
     const params: InvokeParams = { name: interceptor.name, event, phase, payload: stepPayload };
     if (Number.isFinite(budget)) params.timeoutMs = Math.max(1, Math.floor(budget));
     const config = input.config?.[interceptor.name];
@@ -390,6 +437,7 @@ export async function runChain(
     if (scope !== undefined) invokeOptions.scope = scope;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let failWaiting: ((error: unknown) => void) | undefined;
+    let request: Promise<unknown> | undefined;
     try {
       // The answer, or TIMEOUT when the budget runs out first (an invoker that ignores its
       // signal cannot hold the chain).
@@ -401,7 +449,8 @@ export async function runChain(
           failWaiting = reject;
           waiting.add(reject);
         }
-        interceptor.invoker.invoke(params, invokeOptions).then(resolve, reject);
+        request = interceptor.invoker.invoke(params, invokeOptions);
+        request.then(resolve, reject);
       });
       if (raw === TIMEOUT) {
         const timeoutMs = Math.floor(budget);
@@ -428,18 +477,37 @@ export async function runChain(
       }
       const { reason, code } = failureReason(error);
       return {
-        outcome: fail(reason, code === undefined ? undefined : { code }),
+        outcome: fail(
+          reason,
+          code === undefined ? undefined : { code },
+          code === JsonRpcCode.INVALID_PARAMS ? 'rejected' : 'failed',
+        ),
         chainTimeout: false,
       };
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       if (failWaiting) waiting.delete(failWaiting);
+      // A request past its budget still holds its payload until the invoker lets it go.
+      if (requestEnded !== undefined) {
+        if (request === undefined) requestEnded();
+        else Promise.resolve(request).then(requestEnded, requestEnded);
+      }
     }
   };
 
   const fireAudit = (step: ChainStep, stepPayload: unknown, scope: unknown) => {
+    const { auditLimit } = options;
+    const { interceptor } = step;
+    let release: (() => void) | undefined;
+    if (auditLimit !== undefined) {
+      if (!auditLimit.tryAcquire(interceptor.serviceId)) {
+        safeCall(options.onAuditOutcome, overloadedOutcome(interceptor, phase));
+        return;
+      }
+      release = () => auditLimit.release(interceptor.serviceId);
+    }
     const start = () =>
-      void invokeStep(step, stepPayload, true, scope).then(({ outcome }) =>
+      void invokeStep(step, stepPayload, true, scope, release).then(({ outcome }) =>
         safeCall(options.onAuditOutcome, outcome),
       );
     if (options.deferAudit) options.deferAudit(start);
@@ -477,7 +545,7 @@ export async function runChain(
       if (run.chainTimeout) timeouts.push(failureAbort(o, 'timeout'));
       else if (o.outcome === 'denied')
         denials.push({ ...failureAbort(o, 'validation'), reason: denialReason(o) });
-      else if ((o.outcome === 'failed' || o.outcome === 'timeout') && !o.failedOpen)
+      else if (isFailureOutcome(o.outcome) && !o.failedOpen)
         failures.push(failureAbort(o, 'invocation'));
     }
     if (timeouts.length > 0) {
@@ -504,7 +572,7 @@ export async function runChain(
         tally.abortedAt.push(failureAbort(o, 'timeout'));
         return;
       }
-      if (o.outcome === 'failed' || o.outcome === 'timeout') {
+      if (isFailureOutcome(o.outcome)) {
         if (o.failedOpen) continue;
         tally.status = 'mutation_failed';
         tally.abortedAt.push(failureAbort(o, 'mutation'));
@@ -573,6 +641,22 @@ export async function runChain(
   if (options.timeoutMs !== undefined) result.timeoutMs = options.timeoutMs;
   if (status === 'success') result.finalPayload = payload;
   return result;
+}
+
+/** The outcome of an audit-mode invocation refused by {@link RunChainOptions.auditLimit}. */
+function overloadedOutcome(interceptor: ChainInterceptor, phase: Phase): InvocationOutcome {
+  const outcome: InvocationOutcome = {
+    interceptor: interceptor.name,
+    serviceId: interceptor.serviceId,
+    type: interceptor.type,
+    mode: interceptor.mode,
+    phase,
+    outcome: 'failed',
+    durationMs: 0,
+    error: { reason: AUDIT_OVERLOADED },
+  };
+  if (interceptor.failOpen) outcome.failedOpen = true;
+  return outcome;
 }
 
 /** The interceptor's own host reported a timeout (-32603 with `data.reason: "timeout"`). */

@@ -14,6 +14,7 @@ export type {
   ChainResult,
   ChainStage,
   ChainStep,
+  FailureOutcome,
   InvocationOutcome,
   InvocationOutcomeKind,
   InvokeOptions,
@@ -22,7 +23,14 @@ export type {
   ResultOutcome,
   RunChainOptions,
 } from './chain.ts';
-export { failureReason, planChain, resultOutcome, runChain } from './chain.ts';
+export {
+  AUDIT_OVERLOADED,
+  failureReason,
+  isFailureOutcome,
+  planChain,
+  resultOutcome,
+  runChain,
+} from './chain.ts';
 export {
   BOOLEAN_WORDS_PROBLEM,
   booleanWord,
@@ -66,6 +74,8 @@ export {
   NEVER_INTERCEPTED_METHODS,
   patternCovers,
 } from './events.ts';
+export type { InFlightLimit } from './in-flight.ts';
+export { createInFlightLimit } from './in-flight.ts';
 export { allowedKeysAt, editDistance, unknownKeyMessage, withKeyHints } from './keys.ts';
 export type { SignalSource } from './lazy-abort.ts';
 export { LazyAbortController, signalOf } from './lazy-abort.ts';

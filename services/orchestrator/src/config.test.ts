@@ -10,6 +10,7 @@ describe('orchestrator config', () => {
       timeoutMs: 2000,
       denyAs: 'error',
       auditBatchMs: 50,
+      maxAuditInFlight: 1000,
       coalesceInvocations: true,
       speculativeMutators: false,
     });

@@ -153,6 +153,13 @@ export const OrchestratorConfigSchema = z
          */
         auditBatchMs: z.number().int().min(0).max(1000).default(50),
         /**
+         * Most audit-mode invocations of one interceptor service in flight at once (waiting
+         * for their batch or sent and not yet over), over every call of this gateway; each
+         * holds its payload. Past it an audit-mode invocation is not started and is counted
+         * `failed` (reason `overloaded`), so a hung observer cannot fill the gateway's memory.
+         */
+        maxAuditInFlight: z.number().int().min(1).default(1000),
+        /**
          * Invocations of concurrent calls that reach one interceptor service in the same
          * event-loop turn travel as one `fleet/interceptor/invokeBatch` (to services that
          * declare it) while the service has one in flight; one that finds it idle goes at

@@ -11,6 +11,8 @@ import {
   chainAbortToError,
   chainAbortToToolResult,
   checkParamHeaders,
+  createInFlightLimit,
+  type InFlightLimit,
   type InvocationContext,
   type InvocationOutcome,
   JsonRpcCode,
@@ -227,6 +229,8 @@ export class Gateway {
   readonly #tools: ToolView;
   /** Audit-mode invocations, started in batches. */
   readonly #audits: AuditBatcher;
+  /** Audit-mode invocations in flight per interceptor service (`chain.maxAuditInFlight`). */
+  readonly #auditLimit: InFlightLimit;
   /**
    * Resource URI (as clients see it) → how many sessions are subscribed to it. A backend has
    * one connection for every session, so it holds one subscription per URI: it is told to
@@ -258,6 +262,7 @@ export class Gateway {
     this.#validators = new SchemaValidators(deps.log);
     this.#tools = new ToolView(deps.config.tools);
     this.#audits = new AuditBatcher(deps.config.chain.auditBatchMs);
+    this.#auditLimit = createInFlightLimit(deps.config.chain.maxAuditInFlight);
   }
 
   /** Start any audit-mode invocations still waiting for their batch. */
@@ -646,6 +651,7 @@ export class Gateway {
         onOutcome,
         onAuditOutcome: onOutcome,
         deferAudit: this.#audits.defer,
+        auditLimit: this.#auditLimit,
         coalesce: config.chain.coalesceInvocations,
         speculativeMutators: config.chain.speculativeMutators,
         wrapStage: async (stage, run) => {

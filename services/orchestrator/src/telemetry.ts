@@ -230,7 +230,10 @@ export class OpenInvocations {
     this.#spans.set(key, span);
   }
 
-  /** End the span of the invocation `outcome` reports, with that outcome. */
+  /**
+   * End the span of the invocation `outcome` reports, with that outcome: `failed` and
+   * `timeout` set status ERROR, `rejected` (the caller's params refused) does not.
+   */
   settle(outcome: InvocationOutcome): void {
     if (this.#spans === undefined) return;
     const key = `${outcome.serviceId}\n${outcome.interceptor}`;
@@ -250,6 +253,10 @@ export class OpenInvocations {
           code: SpanStatusCode.ERROR,
           message: scrubText(outcome.error?.reason ?? outcome.outcome),
         });
+      } else if (outcome.outcome === 'rejected') {
+        // The service refused the caller's params (-32602): the caller's fault, not the
+        // service's, so no ERROR status (as a denial); the code says what it answered.
+        span.setAttribute(ATTR.RPC_RESPONSE_STATUS_CODE, String(outcome.error?.code));
       }
     });
     guard(() => span.end());

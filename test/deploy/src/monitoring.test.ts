@@ -179,6 +179,18 @@ describe('monitoring.prometheusRule', () => {
     }
   });
 
+  it("counts an interceptor's failed and timed-out invocations as failing, not rejected ones (-32602: the caller's params)", () => {
+    const rule = ruleNamed(rendered('enabled'), 'FleetInterceptorInvocationsFailing');
+    const outcomes = analyzePromql(rule?.expr ?? '')
+      .selectors.flatMap((s) => s.matchers)
+      .filter((m) => m.label === 'fleet_interceptor_outcome');
+    // The numerator selects the failures; the denominator takes every outcome.
+    expect(outcomes).toEqual([
+      { label: 'fleet_interceptor_outcome', op: '=~', value: 'failed|timeout' },
+    ]);
+    expect(rule?.annotations.description).toContain('rejected');
+  });
+
   it('writes every expression in valid PromQL', () => {
     for (const rule of rulesOf(rendered('enabled')))
       expect(analyzePromql(rule.expr).errors, `${rule.alert}: ${rule.expr}`).toEqual([]);

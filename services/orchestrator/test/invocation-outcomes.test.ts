@@ -1,0 +1,231 @@
+/**
+ * How the gateway reports invocations that produced no result, through real interceptor
+ * services: a -32602 answer (the service refused the caller's params) is outcome `rejected`,
+ * not `failed`, on the metric, the invocation span and the audit record, yet still blocks the
+ * chain as a failure does; an audit-mode invocation past `chain.maxAuditInFlight` for its
+ * service is not started and is counted `failed` (reason `overloaded`).
+ */
+import { createServer } from 'node:http';
+import { parseAuditRecord } from '@fleet/audit';
+import { JsonRpcCode, ProtocolError } from '@fleet/core';
+import { allow, defineValidator } from '@fleet/interceptor-kit';
+import { startTelemetry, type Telemetry } from '@fleet/telemetry';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
+import { startHttpBackend } from '@fleet/test-fixtures';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/app.ts';
+import { auditRecordOf } from '../src/audit.ts';
+import {
+  connectClient,
+  defer,
+  listenLoopback,
+  serveInterceptors,
+  startGateway,
+  waitFor,
+} from './harness.ts';
+
+let receiver: OtlpReceiver;
+let telemetry: Telemetry;
+
+beforeAll(async () => {
+  receiver = await startOtlpReceiver();
+  telemetry = startTelemetry({
+    serviceName: 'orchestrator',
+    traces: { exporters: ['otlp'], endpoint: receiver.tracesUrl, scheduledDelayMs: 20 },
+    diagnostics: false,
+  });
+});
+
+afterAll(async () => {
+  await telemetry.shutdown();
+  await receiver.close();
+});
+
+/** `/metrics` of the test's pipeline (Prometheus text). */
+async function scrape(): Promise<string> {
+  const base = await listenLoopback(createServer(telemetry.metricsHandler));
+  return (await fetch(`${base}/metrics`)).text();
+}
+
+/**
+ * The gateway's `fleet_interceptor_duration_count` of `interceptor` by outcome (the gateway's
+ * series carry the service id; a kit service's own would not).
+ */
+function invocationCounts(text: string, interceptor: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('fleet_interceptor_duration_count{')) continue;
+    if (!line.includes(`fleet_interceptor_name="${interceptor}"`)) continue;
+    if (!line.includes('fleet_interceptor_service="')) continue;
+    const outcome = /fleet_interceptor_outcome="([^"]*)"/.exec(line)?.[1] ?? '?';
+    counts[outcome] = (counts[outcome] ?? 0) + Number(line.split(' ').at(-1));
+  }
+  return counts;
+}
+
+/** The orchestrator's CLIENT span of each invocation of `interceptor`. */
+function invocationSpans(spans: readonly ReceivedSpan[], interceptor: string): ReceivedSpan[] {
+  return spans.filter(
+    (s) =>
+      s.kind === 3 &&
+      s.scopeName === '@fleet/orchestrator' &&
+      s.attributes['fleet.interceptor.name'] === interceptor,
+  );
+}
+
+/** A validator that refuses, with -32602, any tools/call whose arguments say `too-many`. */
+const vaultGuard = defineValidator({
+  name: 'vault-guard',
+  hooks: [{ events: ['tools/call'], phase: 'request' }],
+  handler: (payload) => {
+    if (!JSON.stringify(payload).includes('too-many')) return allow();
+    throw new ProtocolError(JsonRpcCode.INVALID_PARAMS, 'Invalid params: vault full', {
+      name: 'vault-guard',
+      reason: 'limit_exceeded',
+      limit: 'vaultEntriesPerPrincipal',
+      max: 1,
+    });
+  },
+});
+
+describe('an interceptor answering -32602', () => {
+  it('is counted rejected (not failed), ends its span without ERROR, and still refuses the call with -32603', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([vaultGuard]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    const before = invocationCounts(await scrape(), 'vault-guard');
+
+    const error = await client.callTool({ name: 'echo', arguments: { text: 'too-many' } }).then(
+      () => undefined,
+      (e: unknown) => e as McpError,
+    );
+    // Fail-closed, as any invocation failure: -32603 naming the interceptor and its reason.
+    expect(error?.code).toBe(-32603);
+    expect(error?.data).toEqual({
+      failedInterceptor: 'vault-guard',
+      reason: 'limit_exceeded',
+      phase: 'request',
+    });
+
+    const after = invocationCounts(await scrape(), 'vault-guard');
+    const grew = (outcome: string) => (after[outcome] ?? 0) - (before[outcome] ?? 0);
+    expect(grew('rejected')).toBe(1);
+    expect(grew('failed')).toBe(0);
+    expect(grew('timeout')).toBe(0);
+
+    // The audit record of the chain says rejected, and the worker's parse takes it.
+    const execution = gateway.executions.find((e) => e.result.phase === 'request');
+    if (!execution) throw new Error('no request-phase chain execution');
+    const record = parseAuditRecord(auditRecordOf(execution));
+    expect(record).toMatchObject({ decision: 'error', status: 'invocation_failed' });
+    expect(record.interceptors).toEqual([
+      expect.objectContaining({ name: 'vault-guard', outcome: 'rejected' }),
+    ]);
+    expect(record.abortReasons).toEqual([
+      {
+        interceptor: 'vault-guard',
+        reason: 'limit_exceeded',
+        type: 'invocation',
+        phase: 'request',
+      },
+    ]);
+
+    // The invocation span: outcome rejected and the code, status left unset (not ERROR).
+    await telemetry.forceFlush();
+    const spans = await receiver.waitFor(
+      (all) => invocationSpans(all, 'vault-guard').length > 0,
+      10_000,
+    );
+    const [span] = invocationSpans(spans, 'vault-guard');
+    expect(span?.attributes['fleet.interceptor.outcome']).toBe('rejected');
+    expect(span?.attributes['rpc.response.status_code']).toBe('-32602');
+    expect(span?.attributes['error.type']).toBeUndefined();
+    expect(span?.status.code).toBe(0);
+  });
+
+  it('lets the call through under failOpen, still counted rejected', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const served = await serveInterceptors([vaultGuard]);
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n    overrides: {vault-guard: {failOpen: true}}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    const before = invocationCounts(await scrape(), 'vault-guard');
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'too-many' } });
+    expect(result.isError).toBeFalsy();
+    const after = invocationCounts(await scrape(), 'vault-guard');
+    expect((after.rejected ?? 0) - (before.rejected ?? 0)).toBe(1);
+    expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(0);
+  });
+});
+
+describe('chain.maxAuditInFlight', () => {
+  it('defaults to 1000 and must be a positive integer', () => {
+    expect(parseConfig('{}').chain.maxAuditInFlight).toBe(1000);
+    expect(parseConfig('chain: {maxAuditInFlight: 5}').chain.maxAuditInFlight).toBe(5);
+    for (const bad of ['0', '-1', '2.5', '"many"'])
+      expect(() => parseConfig(`chain: {maxAuditInFlight: ${bad}}`)).toThrow(/maxAuditInFlight/);
+  });
+
+  it('counts an audit invocation to a hung service past the bound as failed, never sends it, and sends again once one is answered', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    // An audit-mode observer that answers only when the test lets it.
+    const held: Array<() => void> = [];
+    const observer = defineValidator({
+      name: 'hung-observer',
+      mode: 'audit',
+      hooks: [{ events: ['tools/call'], phase: 'request' }],
+      handler: () =>
+        new Promise((resolve) => {
+          held.push(() => resolve(allow()));
+        }),
+    });
+    const served = await serveInterceptors([observer]);
+    // Its own budget (60 s) outlasts the test: the service hangs rather than timing out.
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n    overrides: {hung-observer: {timeoutMs: 60000}}\nchain: {auditBatchMs: 0, maxAuditInFlight: 2}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    // Runs first (last registered): the gateway's close waits for requests still out.
+    defer(async () => {
+      for (const answer of held) answer();
+    });
+    const call = () => client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    const before = invocationCounts(await scrape(), 'hung-observer');
+    const grew = async (outcome: string) =>
+      (invocationCounts(await scrape(), 'hung-observer')[outcome] ?? 0) - (before[outcome] ?? 0);
+
+    // Two calls: their audit invocations reach the service and hang there; the calls do not wait.
+    await call();
+    await call();
+    await waitFor(() => held.length === 2, 5000, 'both audit invocations at the service');
+
+    // The third finds both slots taken: counted failed at once, never sent.
+    const third = await call();
+    expect(third.isError).toBeFalsy();
+    expect(await grew('failed')).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(held).toHaveLength(2);
+
+    // One answered: its slot is free and the next call's audit invocation is sent again.
+    held[0]?.();
+    await waitFor(
+      async () => (await grew('allowed')) === 1,
+      5000,
+      'the answered invocation counted',
+    );
+    await call();
+    await waitFor(() => held.length === 3, 5000, 'a new audit invocation at the service');
+    expect(await grew('failed')).toBe(1);
+  });
+});
