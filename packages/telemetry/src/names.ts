@@ -76,8 +76,8 @@ export const FLEET_NAMES = {
     FLEET_INTERCEPTOR_MODE: 'fleet.interceptor.mode',
     /**
      * One invocation's outcome: `allowed` `warned` `denied` `modified` `unchanged` `failed`
-     * `timeout`, and on an interceptor service's own span and metric `rejected` (it refused the
-     * caller's params with -32602; the orchestrator counts that answer `failed`).
+     * `timeout` `rejected` (the service refused the caller's params with -32602; the
+     * orchestrator's chain and the service's own span and metric both say so).
      */
     FLEET_INTERCEPTOR_OUTCOME: 'fleet.interceptor.outcome',
     /** Id of the interceptor service (derived from its URL). */
