@@ -25,6 +25,8 @@ describe('orchestrator config', () => {
       headersTimeoutMs: 10_000,
       maxDepth: 60,
       sessionIdleMs: 1_800_000,
+      maxInFlightPerSession: 32,
+      maxSessionsPerPrincipal: 100,
     });
     expect(config.audit).toEqual({ queue: 'fleet-audit', enabled: true });
   });

@@ -248,6 +248,24 @@ export const OrchestratorConfigSchema = z
           .default(30 * 60 * 1000),
         /** Longest time a client may take to send the request headers. */
         headersTimeoutMs: z.number().int().min(100).default(10_000),
+        /**
+         * Most requests one session may have in flight (sent, not yet answered, cancelled or
+         * dropped by a closed connection); `ping`, notifications and responses to the
+         * gateway's requests do not count. One more is answered at once with -32603
+         * `{reason: "overloaded", limit, max}` and never forwarded, and the session goes on:
+         * every session shares each backend's `resilience.maxConcurrent` slots, which one
+         * client must not fill. A stateless (2026-07-28) principal with an id has the same
+         * budget over all its requests; anonymous stateless requests have none.
+         */
+        maxInFlightPerSession: z.number().int().min(1).max(100_000).default(32),
+        /**
+         * Most sessions one principal with an id (`auth.mode` tokens or jwt) may hold at once;
+         * one more `initialize` gets HTTP 429 + -32600 `{reason: "limit_exceeded", limit, max}`.
+         * Ending a session (DELETE, idle expiry) frees its slot. Anonymous clients (`auth.mode:
+         * none`, a JWT without `sub`) are one principal, so it does not apply to them; the
+         * gateway's 10,000-session cap does.
+         */
+        maxSessionsPerPrincipal: z.number().int().min(1).max(10_000).default(100),
       })
       .prefault({}),
     security: z

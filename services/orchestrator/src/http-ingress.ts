@@ -5,7 +5,10 @@
  * - stateless (2026-07-28): every POST carries its protocol metadata and is served alone
  *   (see stateless.ts); `classifyRequest` decides which revision a POST speaks.
  * In front of both: DNS-rebinding protection (Host/Origin), authentication, a body limit,
- * batch rejection, and a session bound to the principal that opened it. Every rejection
+ * batch rejection, and a session bound to the principal that opened it. One principal with an
+ * id holds at most `limits.maxSessionsPerPrincipal` sessions, and one session (or a principal's
+ * stateless requests) at most `limits.maxInFlightPerSession` requests in flight, so that no
+ * client fills the session table or the backends' shared slots for the others. Every rejection
  * answers from `HTTP_ERROR_CODES`: its HTTP status, its JSON-RPC code, the request's id when
  * known (never `null`).
  */
@@ -51,7 +54,7 @@ import {
   SessionTransport,
   sendError,
 } from './session-transport.ts';
-import { serveStateless } from './stateless.ts';
+import { type PrincipalSlots, serveStateless } from './stateless.ts';
 
 const MAX_SESSIONS = 10_000;
 
@@ -62,6 +65,41 @@ interface HttpSession {
   /** `performance.now()` of the session's last HTTP request. */
   lastSeen: number;
 }
+
+/**
+ * Slots per principal with an id, at most `max` each; a principal without one (anonymous:
+ * every client of `auth.mode: none`) is not counted, since one budget for all of them would
+ * let one client use up everyone's.
+ */
+function principalSlots(max: number): PrincipalSlots {
+  const held = new Map<string, number>();
+  const free = () => undefined;
+  return {
+    max,
+    acquire(principal) {
+      if (principal.id === undefined) return free;
+      const key = JSON.stringify([principal.type, principal.id]);
+      const count = held.get(key) ?? 0;
+      if (count >= max) return undefined;
+      held.set(key, count + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const left = (held.get(key) ?? 1) - 1;
+        if (left > 0) held.set(key, left);
+        else held.delete(key);
+      };
+    },
+  };
+}
+
+/**
+ * HTTP status of an `initialize` refused by `limits.maxSessionsPerPrincipal` (RFC 6585), with
+ * the JSON-RPC code of the table's `INVALID_REQUEST`, as the ingress's other client-side
+ * refusals: `HTTP_ERROR_CODES` (in @fleet/core) has no 429 entry of its own yet.
+ */
+const TOO_MANY_REQUESTS = 429;
 
 /** Options for {@link createMcpIngress}. */
 export interface McpIngressOptions {
@@ -95,7 +133,7 @@ const reject = (
   res: ServerResponse,
   kind: HttpErrorCode,
   message: string,
-  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
+  options: { id?: unknown; data?: unknown; headers?: Record<string, string>; status?: number } = {},
 ): void => {
   if (!res.headersSent) sendError(res, kind, message, options);
 };
@@ -201,8 +239,16 @@ const BACKLOG_MESSAGES: Record<BacklogAction, string> = {
     'closed the connection of a client that took none of its answer for limits.requestTimeoutMs',
 };
 
+/** How often refusals for `limits.maxInFlightPerSession` / `maxSessionsPerPrincipal` are logged. */
+const LIMIT_LOG_INTERVAL_MS = 60_000;
+
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
 const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
+
+/** Who a limit refused, for the log: the principal's type and id, never its claims. */
+function principalLabel(principal: Principal): string {
+  return principal.id === undefined ? principal.type : `${principal.type}:${principal.id}`;
+}
 
 function jwksUrlOf(config: OrchestratorConfig): string | undefined {
   return config.auth.mode === 'jwt' ? config.auth.jwksUrl : undefined;
@@ -246,7 +292,31 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         );
     },
   };
-  const stateless = { gateway, registry, log, backlog };
+  // A client over its share: said at most once a minute per limit, with how often.
+  const inFlightWarn = logThrottle(LIMIT_LOG_INTERVAL_MS);
+  const maxInFlight = config.limits.maxInFlightPerSession;
+  const overloaded = (principal: Principal, revision: 'session' | 'stateless') => {
+    if (inFlightWarn.due())
+      log.warn(
+        {
+          principal: principalLabel(principal),
+          revision,
+          max: maxInFlight,
+          times: inFlightWarn.count,
+        },
+        'refused a request over limits.maxInFlightPerSession',
+      );
+  };
+  const sessionsWarn = logThrottle(LIMIT_LOG_INTERVAL_MS);
+  const sessionSlots = principalSlots(config.limits.maxSessionsPerPrincipal);
+  const stateless = {
+    gateway,
+    registry,
+    log,
+    backlog,
+    inFlight: principalSlots(maxInFlight),
+    onOverload: (principal: Principal) => overloaded(principal, 'stateless'),
+  };
 
   const serve = async (
     req: IncomingMessage & { auth?: AuthInfo },
@@ -311,12 +381,39 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         },
       );
     }
-    if (sessions.size >= MAX_SESSIONS)
+    // Taken before the session exists, so that concurrent initializes cannot overshoot.
+    const releaseSlot = sessionSlots.acquire(principal);
+    if (releaseSlot === undefined) {
+      const max = sessionSlots.max;
+      if (sessionsWarn.due())
+        log.warn(
+          { principal: principalLabel(principal), max, times: sessionsWarn.count },
+          'refused a session over limits.maxSessionsPerPrincipal',
+        );
+      return reject(
+        res,
+        'INVALID_REQUEST',
+        `Too many sessions: this principal holds ${max} (limits.maxSessionsPerPrincipal); end one (DELETE) first`,
+        {
+          id,
+          status: TOO_MANY_REQUESTS,
+          data: { reason: 'limit_exceeded', limit: 'maxSessionsPerPrincipal', max },
+        },
+      );
+    }
+    if (sessions.size >= MAX_SESSIONS) {
+      releaseSlot();
       return reject(res, 'UNAVAILABLE', 'Too many sessions', { id });
+    }
     const session = createClientSession(gateway, registry);
-    const transport = new SessionTransport(backlog);
+    const transport = new SessionTransport(backlog, {
+      maxInFlight,
+      onOverload: () => overloaded(principal, 'session'),
+    });
     transport.direct = directRequestHandler(gateway, registry, session);
     transport.onclose = () => {
+      // Every way a session ends (DELETE, idle expiry, closeAll, a refused initialize).
+      releaseSlot();
       if (session.id) sessions.delete(session.id);
       gateway.closeSession(session);
     };
@@ -335,9 +432,11 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         gateway.sessions.add(session);
       } else {
         // The transport refused the initialize: nothing refers to this server any more.
+        releaseSlot();
         void session.server.close().catch(() => undefined);
       }
     } catch (error) {
+      releaseSlot();
       log.error({ err: String(error) }, 'session start failed');
       reject(res, 'INTERNAL', 'Internal error', { id });
     }

@@ -406,6 +406,23 @@ export interface BacklogOptions {
   onBacklog?: ((action: BacklogAction) => void) | undefined;
 }
 
+/** Default most requests one session may have in flight (`limits.maxInFlightPerSession`). */
+export const DEFAULT_MAX_IN_FLIGHT_PER_SESSION = 32;
+
+/** How many requests a session may have in flight, and who hears of one refused. */
+export interface InFlightOptions {
+  /** Default {@link DEFAULT_MAX_IN_FLIGHT_PER_SESSION}. */
+  maxInFlight?: number | undefined;
+  /** Told of each request refused because the session had `maxInFlight` in flight. */
+  onOverload?: (() => void) | undefined;
+}
+
+/**
+ * Requests that never count as in flight: the gateway answers them at once, and a client that
+ * pings to see whether its connection lives must not be told it is overloaded.
+ */
+const UNCOUNTED_METHODS = new Set(['ping']);
+
 /** One session's transport. Create it for an `initialize` request; it assigns the session id. */
 export class SessionTransport implements Transport {
   sessionId: string | undefined;
@@ -421,14 +438,29 @@ export class SessionTransport implements Transport {
   readonly #pending = new Map<RequestId, ResponseChannel>();
   /** Requests being served directly, to cancel on `notifications/cancelled` or disconnect. */
   readonly #direct = new Map<RequestId, AbortController>();
+  /**
+   * The answers owed to requests in flight: sent, and not yet answered, cancelled or given up
+   * by the client closing its connection. A channel rather than an id, so that the late close
+   * of an answered request never frees the slot of a new request that reuses its id.
+   */
+  readonly #inFlight = new Set<ResponseChannel>();
   #standalone: ServerResponse | undefined;
   #closed = false;
   readonly #backlog: BacklogOptions;
   readonly #maxBacklogBytes: number;
+  readonly #maxInFlight: number;
+  readonly #onOverload: (() => void) | undefined;
 
-  constructor(backlog: BacklogOptions = {}) {
+  constructor(backlog: BacklogOptions = {}, inFlight: InFlightOptions = {}) {
     this.#backlog = backlog;
     this.#maxBacklogBytes = backlog.maxBacklogBytes ?? DEFAULT_MAX_CLIENT_BACKLOG_BYTES;
+    this.#maxInFlight = inFlight.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT_PER_SESSION;
+    this.#onOverload = inFlight.onOverload;
+  }
+
+  /** Requests of the session in flight (see `limits.maxInFlightPerSession`). */
+  get inFlight(): number {
+    return this.#inFlight.size;
   }
 
   async start(): Promise<void> {}
@@ -526,6 +558,9 @@ export class SessionTransport implements Transport {
       res.writeHead(202).end();
       if (message.method === 'notifications/cancelled') {
         const target = (message.params as { requestId?: unknown } | undefined)?.requestId;
+        // A cancelled request gets no answer: it stops counting now.
+        const cancelled = isRequestId(target) ? this.#pending.get(target) : undefined;
+        if (cancelled) this.#inFlight.delete(cancelled);
         const controller = isRequestId(target) ? this.#direct.get(target) : undefined;
         if (controller) {
           const reason = (message.params as { reason?: unknown }).reason;
@@ -544,13 +579,28 @@ export class SessionTransport implements Transport {
         `Invalid Request: request id ${String(id)} is already in progress`,
         { id },
       );
+    const counted = !UNCOUNTED_METHODS.has(message.method);
+    if (counted && this.#inFlight.size >= this.#maxInFlight) {
+      // Never forwarded: every session shares each backend's slots, and this one holds its
+      // share. The same code and reason as a backend at capacity; the session goes on.
+      this.#onOverload?.();
+      const max = this.#maxInFlight;
+      return sendError(
+        res,
+        'UNAVAILABLE',
+        `Session is at capacity: at most ${max} requests in flight (limits.maxInFlightPerSession)`,
+        { id, data: { reason: 'overloaded', limit: 'maxInFlightPerSession', max }, status: 200 },
+      );
+    }
     const channel = new ResponseChannel(
       res,
       this.sessionId === undefined ? {} : { 'mcp-session-id': this.sessionId },
       this.#backlog,
     );
     this.#pending.set(id, channel);
+    if (counted) this.#inFlight.add(channel);
     res.on('close', () => {
+      this.#inFlight.delete(channel);
       if (this.#pending.get(id) === channel && !res.writableFinished) {
         // The client went away: cancel the work it asked for.
         this.#pending.delete(id);
@@ -642,6 +692,7 @@ export class SessionTransport implements Transport {
     }
     if (response) {
       this.#pending.delete(key as RequestId);
+      this.#inFlight.delete(channel);
       // A session's errors travel with HTTP 200: its (2025-11-25) clients read any other
       // status as a failed POST and never see the JSON-RPC error.
       channel.finish(json);
@@ -657,6 +708,7 @@ export class SessionTransport implements Transport {
     this.#direct.clear();
     for (const { res } of this.#pending.values()) res.destroy();
     this.#pending.clear();
+    this.#inFlight.clear();
     this.#standalone?.end();
     this.#standalone = undefined;
     this.onclose?.();

@@ -61,6 +61,17 @@ const CACHEABLE = new Set([
   'resources/read',
 ]);
 
+/** Slots held per principal: take one, and get back how to give it back. */
+export interface PrincipalSlots {
+  /** Most slots one principal may hold. */
+  readonly max: number;
+  /**
+   * Take a slot for `principal`: its release (calling it again does nothing), or undefined
+   * when the principal holds `max` already. A principal without an id always gets one.
+   */
+  acquire(principal: Principal): (() => void) | undefined;
+}
+
 /** What serving stateless requests needs. */
 export interface StatelessDeps {
   gateway: Gateway;
@@ -68,6 +79,14 @@ export interface StatelessDeps {
   log: Logger;
   /** How a streamed answer's unread bytes are bounded. */
   backlog?: BacklogOptions;
+  /**
+   * Requests in flight per principal (`limits.maxInFlightPerSession`): without sessions, the
+   * requests of one principal with an id count as one session's. Anonymous requests are not
+   * counted (all clients of `auth.mode: none` are that one principal).
+   */
+  inFlight?: PrincipalSlots;
+  /** Told of each request refused because its principal had `inFlight.max` in flight. */
+  onOverload?: (principal: Principal) => void;
 }
 
 /** The error a thrown value answers with: protocol errors and coded (SDK) errors keep their code. */
@@ -133,6 +152,30 @@ export function serveStateless(
   const { id, method } = message;
   const params = message.params as Record<string, unknown> | undefined;
   const channel = new ResponseChannel(res, {}, deps.backlog);
+  // server/discover is answered by the gateway at once, as ping in a session: never counted.
+  const release =
+    deps.inFlight && method !== 'server/discover'
+      ? deps.inFlight.acquire(principal)
+      : () => undefined;
+  if (release === undefined) {
+    // As a session over its limit: the same code and reason as a backend at capacity.
+    deps.onOverload?.(principal);
+    const max = deps.inFlight?.max;
+    channel.finish(
+      JSON.stringify(
+        errorEnvelope(
+          id,
+          JsonRpcCode.INTERNAL_ERROR,
+          `Principal is at capacity: at most ${max} stateless requests in flight (limits.maxInFlightPerSession)`,
+          { reason: 'overloaded', limit: 'maxInFlightPerSession', max },
+        ),
+      ),
+      httpStatusOfJsonRpcError(JsonRpcCode.INTERNAL_ERROR),
+    );
+    return;
+  }
+  // Answered, or given up by the client closing its request.
+  res.once('close', release);
   const controller = new AbortController();
   res.on('close', () => {
     // The client went away before its answer: that is how it cancels on this revision.

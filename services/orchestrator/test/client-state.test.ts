@@ -108,8 +108,9 @@ describe('resource subscriptions of one session', () => {
     const { gateway, backendSubscriptions } = await gatewayWithBackend();
     const { send } = await rawSession(gateway.mcpUrl);
     const uri = (i: number) => `fixture://items/${i}`;
-    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i += 50) {
-      const batch = Array.from({ length: 50 }, (_, j) =>
+    // 25 at a time: within the session's limits.maxInFlightPerSession (32 by default).
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i += 25) {
+      const batch = Array.from({ length: 25 }, (_, j) =>
         send('resources/subscribe', { uri: uri(i + j) }),
       );
       for (const reply of await Promise.all(batch)) expect(reply.json.result).toEqual({});
