@@ -81,6 +81,8 @@ export const HTTP_ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { http: 413, jsonrpc: JsonRpcCode.INVALID_REQUEST },
   /** A content encoding or charset the ingress cannot read. */
   UNSUPPORTED_MEDIA_TYPE: { http: 415, jsonrpc: JsonRpcCode.INVALID_REQUEST },
+  /** A client over its share (e.g. the sessions one principal may hold). */
+  TOO_MANY_REQUESTS: { http: 429, jsonrpc: JsonRpcCode.INVALID_REQUEST },
   /** The gateway failed. */
   INTERNAL: { http: 500, jsonrpc: JsonRpcCode.INTERNAL_ERROR },
   /** The gateway cannot take more work (too many sessions). */

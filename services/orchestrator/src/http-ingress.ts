@@ -94,13 +94,6 @@ function principalSlots(max: number): PrincipalSlots {
   };
 }
 
-/**
- * HTTP status of an `initialize` refused by `limits.maxSessionsPerPrincipal` (RFC 6585), with
- * the JSON-RPC code of the table's `INVALID_REQUEST`, as the ingress's other client-side
- * refusals: `HTTP_ERROR_CODES` (in @fleet/core) has no 429 entry of its own yet.
- */
-const TOO_MANY_REQUESTS = 429;
-
 /** Options for {@link createMcpIngress}. */
 export interface McpIngressOptions {
   gateway: Gateway;
@@ -133,7 +126,7 @@ const reject = (
   res: ServerResponse,
   kind: HttpErrorCode,
   message: string,
-  options: { id?: unknown; data?: unknown; headers?: Record<string, string>; status?: number } = {},
+  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
 ): void => {
   if (!res.headersSent) sendError(res, kind, message, options);
 };
@@ -392,13 +385,9 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
         );
       return reject(
         res,
-        'INVALID_REQUEST',
+        'TOO_MANY_REQUESTS',
         `Too many sessions: this principal holds ${max} (limits.maxSessionsPerPrincipal); end one (DELETE) first`,
-        {
-          id,
-          status: TOO_MANY_REQUESTS,
-          data: { reason: 'limit_exceeded', limit: 'maxSessionsPerPrincipal', max },
-        },
+        { id, data: { reason: 'limit_exceeded', limit: 'maxSessionsPerPrincipal', max } },
       );
     }
     if (sessions.size >= MAX_SESSIONS) {
