@@ -118,9 +118,11 @@ export type {
   LatencySummary,
 } from './store.ts';
 export {
+  AuditQueryTimeoutError,
   AuditStoreError,
   assertAuditStoreFree,
   DEFAULT_PGLITE_DIR,
+  DEFAULT_READ_TIMEOUT_MS,
   MAX_TRACE_CHARS,
   MAX_TRACE_RECORDS,
   openAuditStore,
