@@ -123,6 +123,7 @@ export {
   assertAuditStoreFree,
   DEFAULT_PGLITE_DIR,
   DEFAULT_READ_TIMEOUT_MS,
+  MAX_PAGE_CHARS,
   MAX_TRACE_CHARS,
   MAX_TRACE_RECORDS,
   openAuditStore,

@@ -20,6 +20,7 @@ import {
   SCHEMA_MIGRATIONS_DDL,
 } from './migrations.ts';
 import {
+  type AuditCursor,
   type AuditPage,
   type AuditPageRequest,
   AuditQueryError,
@@ -60,6 +61,15 @@ export const MAX_TRACE_CHARS = 16 * 1024 * 1024;
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;
 /** Records `trace()` reads per statement. */
 const TRACE_PAGE = 250;
+/**
+ * Most characters of records (as JSON) one page of `query()` holds, unless the store is opened
+ * with another `maxPageChars`: a page of `limit` 500 whose records are as large as the record
+ * bounds allow (37 KB with claims, ids and a preview at their bounds) was one answer of 19 MB.
+ * 500 real records (1 to 2 KB each) fit with room to spare, so real pages are cut by `limit`.
+ */
+export const MAX_PAGE_CHARS = 4 * 1024 * 1024;
+/** Records `query()` reads per statement. */
+const QUERY_PAGE = 250;
 
 /** The records of one trace, oldest first; `truncated` when more are stored than it holds. */
 export interface AuditTrace {
@@ -126,7 +136,9 @@ export interface AuditStore {
   insertBatch(records: readonly AuditRecord[]): Promise<number>;
   /**
    * One page of records matching `filters`, newest first (keyset pagination on time and id:
-   * no duplicates or gaps while records are added).
+   * no duplicates or gaps while records are added): at most `limit` records and at most
+   * `maxPageChars` characters of them as JSON, yet at least one record. `nextCursor` is set
+   * whenever more match, also when the character budget cut the page before `limit`.
    * @throws AuditQueryError for a malformed cursor, a limit out of range, or a `since`/`until`
    * outside year 1..9999; AuditQueryTimeoutError past the read timeout.
    */
@@ -173,6 +185,11 @@ export interface AuditStoreOptions {
    * 0: none. Not applied by PGlite. Default {@link DEFAULT_READ_TIMEOUT_MS}.
    */
   readTimeoutMs?: number;
+  /**
+   * Most characters of records (as JSON) one page of `query()` holds; a record larger than
+   * this still gets a page of its own. Default {@link MAX_PAGE_CHARS}.
+   */
+  maxPageChars?: number;
   /** Apply migrations when opening. Default true. */
   migrate?: boolean;
   /** Default {@link MIGRATIONS}. */
@@ -328,10 +345,11 @@ function createSqlAuditStore(
     migrations: readonly Migration[];
     logger: AuditLogger;
     readTimeoutMs: number;
+    maxPageChars: number;
     onClose: () => void;
   },
 ): AuditStore {
-  const { schema, migrations, logger, readTimeoutMs, onClose } = options;
+  const { schema, migrations, logger, readTimeoutMs, maxPageChars, onClose } = options;
   let closing: Promise<void> | undefined;
 
   /** One statement of `query()`, `trace()` or `stats()`, bounded by the read timeout. */
@@ -392,28 +410,47 @@ function createSqlAuditStore(
         throw new AuditQueryError([
           { parameter: 'limit', message: `must be an integer from 1 to ${MAX_QUERY_LIMIT}` },
         ]);
-      const where = whereClause(filters, []);
-      let sql = where.sql;
+      let after: AuditCursor | undefined;
       if (page.cursor !== undefined) {
-        const cursor = decodeCursor(page.cursor);
-        if (cursor === undefined)
+        after = decodeCursor(page.cursor);
+        if (after === undefined)
           throw new AuditQueryError([
             { parameter: 'cursor', message: 'is not a cursor this store returned' },
           ]);
-        where.params.push(cursor.timestamp, cursor.id);
-        const n = where.params.length;
-        sql += ` AND (ts, id) < ($${n - 1}::timestamptz, $${n})`;
       }
-      where.params.push(limit + 1);
-      const rows = await read<{ record: AuditRecord }>(
-        `SELECT record FROM audit_records WHERE ${sql} ORDER BY ts DESC, id DESC LIMIT $${where.params.length}`,
-        where.params,
-      );
-      const records = rows.slice(0, limit).map((row) => row.record);
-      const last = records.at(-1);
-      return rows.length > limit && last
-        ? { records, nextCursor: encodeCursor({ timestamp: last.timestamp, id: last.id }) }
-        : { records };
+      // Read in parts (keyset on time and id, as the pages themselves), so no more than one
+      // part past the character budget is ever held; one more row than wanted says whether
+      // more match. The page's cursor is the last record it holds, wherever it was cut.
+      const records: AuditRecord[] = [];
+      const more = (): AuditPage => {
+        const last = records.at(-1) as AuditRecord;
+        return { records, nextCursor: encodeCursor({ timestamp: last.timestamp, id: last.id }) };
+      };
+      let chars = 0;
+      for (;;) {
+        const where = whereClause(filters, []);
+        let sql = where.sql;
+        if (after !== undefined) {
+          where.params.push(after.timestamp, after.id);
+          const n = where.params.length;
+          sql += ` AND (ts, id) < ($${n - 1}::timestamptz, $${n})`;
+        }
+        const want = Math.min(QUERY_PAGE, limit - records.length);
+        where.params.push(want + 1);
+        const rows = await read<{ record: AuditRecord }>(
+          `SELECT record FROM audit_records WHERE ${sql} ORDER BY ts DESC, id DESC LIMIT $${where.params.length}`,
+          where.params,
+        );
+        for (const { record } of rows.slice(0, want)) {
+          chars += JSON.stringify(record).length;
+          // At least one record a page, however large: the cursor always moves on.
+          if (chars > maxPageChars && records.length > 0) return more();
+          records.push(record);
+        }
+        if (rows.length <= want) return { records };
+        if (records.length >= limit) return more();
+        after = records.at(-1);
+      }
     },
 
     async trace(traceId) {
@@ -581,6 +618,7 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
     schema,
     poolSize = 10,
     readTimeoutMs = DEFAULT_READ_TIMEOUT_MS,
+    maxPageChars = MAX_PAGE_CHARS,
     migrate = true,
     migrations = MIGRATIONS,
   } = options;
@@ -613,6 +651,7 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
     migrations,
     logger,
     readTimeoutMs,
+    maxPageChars,
     onClose: unlock,
   });
   if (migrate) {

@@ -2,7 +2,9 @@
  * The audit query API (DESIGN.md §3), mounted at `/api/audit`:
  *
  * - `GET /records?traceId=&tool=&event=&principal=&decision=&kind=&interceptor=&since=&until=&limit=&cursor=`
- *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`);
+ *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`), at
+ *   most `limit` records and 4 Mi characters of them (`nextCursor` continues after a page cut
+ *   short by either);
  * - `GET /traces/{traceId}` → `{traceId, records, truncated?}`, oldest first, at most 5,000
  *   records and 16 Mi characters of them (`truncated: true` when more are stored);
  * - `GET /stats?since=&until=` → counts by decision, kind, tool, event, interceptor; latency
