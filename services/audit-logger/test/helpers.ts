@@ -144,7 +144,7 @@ export async function serveUntilClosed(
   return { url: listening.url, close: () => listening.close(100) };
 }
 
-export { recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
+export { largeRecordAt, recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
 
 // ---------------------------------------------------------------------------------------------
 // A stock MCP SDK client. The SDK is a dependency of @fleet/interceptor-kit, not of this

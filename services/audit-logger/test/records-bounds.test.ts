@@ -4,18 +4,10 @@
  * and its nextCursor carries on from the last record it holds, so walking the cursor sees
  * every record exactly once, in order. Real PostgreSQL, the service over HTTP.
  */
-import { type AuditRecord, MAX_PAGE_CHARS, parseAuditRecord } from '@fleet/audit';
+import { type AuditRecord, MAX_PAGE_CHARS } from '@fleet/audit';
 import { describe, expect, it } from 'vitest';
 import { createAuditLoggerApp } from '../src/app.ts';
-import { defer, openSchemaStore, recordAt, serve, traceId } from './helpers.ts';
-
-// Claims, ids and a preview each within its bound: about 37,000 characters as JSON.
-const claims = Object.fromEntries(
-  Array.from({ length: 16 }, (_, i) => [
-    `c${i}`,
-    Array.from({ length: 16 }, (_, j) => `${'v'.repeat(120)}${j}`),
-  ]),
-);
+import { defer, largeRecordAt, openSchemaStore, serve, traceId } from './helpers.ts';
 
 /** Newest first, ties by id descending: the order of a listing. */
 const newestFirst = (records: readonly AuditRecord[]): AuditRecord[] =>
@@ -33,11 +25,7 @@ describe('records pages', () => {
     const trace = traceId();
     // 300 records of 37 KB (11 MB), three to an instant: some cuts fall inside a tie.
     const records = Array.from({ length: 300 }, (_, i) =>
-      parseAuditRecord({
-        ...recordAt(Math.floor(i / 3) * 1000, { traceId: trace, sessionId: 's'.repeat(512) }),
-        principal: { type: 'user', id: 'u'.repeat(512), claims },
-        payloadPreview: 'p'.repeat(4000),
-      }),
+      largeRecordAt(Math.floor(i / 3) * 1000, { traceId: trace }),
     );
     await store.insertBatch(records);
 
