@@ -118,9 +118,12 @@ export type {
   LatencySummary,
 } from './store.ts';
 export {
+  AuditQueryTimeoutError,
   AuditStoreError,
   assertAuditStoreFree,
   DEFAULT_PGLITE_DIR,
+  DEFAULT_READ_TIMEOUT_MS,
+  MAX_PAGE_CHARS,
   MAX_TRACE_CHARS,
   MAX_TRACE_RECORDS,
   openAuditStore,

@@ -18,6 +18,13 @@ export interface SqlTransaction {
 /** A connection (pool) to one database. */
 export interface SqlEngine extends SqlTransaction {
   readonly kind: 'postgres' | 'pglite';
+  /**
+   * One statement of a read the audit API asks for. On PostgreSQL it runs on a pool of its
+   * own whose statements the server cancels after the engine's `readTimeoutMs` (SQLSTATE
+   * 57014), so a slow read (a lock, a huge scan) neither holds a connection indefinitely nor
+   * takes one of those the worker's inserts use. PGlite has one connection and no timeout.
+   */
+  read<Row>(text: string, params?: readonly unknown[]): Promise<Row[]>;
   /** Run `work` in a transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: SqlTransaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -46,7 +53,16 @@ export interface PostgresEngineOptions {
   connectTimeoutMs?: number;
   /** Longest wait for one query's answer. Default 60 000 ms. */
   queryTimeoutMs?: number;
+  /**
+   * `statement_timeout` of the statements of {@link SqlEngine.read}: PostgreSQL cancels one
+   * that runs, or waits for a lock, longer. 0: none (the server's setting). Default 0. The
+   * other statements (inserts, deletes, migrations) never get it.
+   */
+  readTimeoutMs?: number;
 }
+
+/** How much longer than its statement timeout a read waits for the server's answer. */
+const READ_ANSWER_MARGIN_MS = 5_000;
 
 /** PostgreSQL through a `pg` pool. */
 export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine {
@@ -57,26 +73,46 @@ export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine 
     onError,
     connectTimeoutMs = 10_000,
     queryTimeoutMs = 60_000,
+    readTimeoutMs = 0,
   } = options;
-  const pool = new pg.Pool({
+  const shared = {
     connectionString,
     max,
-    application_name: 'fleet-audit',
     // A database that stops answering without refusing (a partition, a host gone without a
     // TCP reset) must fail queries, not hang them: the worker then holds its records and
     // probes until the store answers (see worker.ts), and pool checkouts are never stranded.
     connectionTimeoutMillis: connectTimeoutMs,
-    query_timeout: queryTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(schema === undefined ? {} : { options: `-c search_path=${quoteIdentifier(schema)}` }),
+  };
+  const pool = new pg.Pool({
+    ...shared,
+    application_name: 'fleet-audit',
+    query_timeout: queryTimeoutMs,
+  });
+  // The audit API's reads: a pool of their own (connections open when first used), so slow
+  // reads can take none of the connections inserts need, and a timeout set when each
+  // connection starts, so the server bounds every statement (lock waits included) without a
+  // round trip per read. A statement it cancels leaves its connection usable; pg discards the
+  // connection of any failed pool query anyway.
+  const readPool = new pg.Pool({
+    ...shared,
+    application_name: 'fleet-audit-read',
+    ...(readTimeoutMs > 0 ? { statement_timeout: readTimeoutMs } : {}),
+    query_timeout: Math.max(queryTimeoutMs, readTimeoutMs + READ_ANSWER_MARGIN_MS),
   });
   // Without a listener an idle client's error (server restart) would crash the process.
   pool.on('error', (error) => onError?.(error));
+  readPool.on('error', (error) => onError?.(error));
   return {
     kind: 'postgres',
     async query<Row>(text: string, params: readonly unknown[] = []) {
       const result = await pool.query(text, params as unknown[]);
+      return result.rows as Row[];
+    },
+    async read<Row>(text: string, params: readonly unknown[] = []) {
+      const result = await readPool.query(text, params as unknown[]);
       return result.rows as Row[];
     },
     async exec(script) {
@@ -106,7 +142,9 @@ export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine 
         client.release(broken);
       }
     },
-    close: () => pool.end(),
+    async close() {
+      await Promise.all([pool.end(), readPool.end()]);
+    },
   };
 }
 
@@ -114,11 +152,13 @@ export function createPostgresEngine(options: PostgresEngineOptions): SqlEngine 
 export async function createPgliteEngine(dataDir: string): Promise<SqlEngine> {
   makeDirectory(dataDir);
   const db = await PGlite.create(dataDir);
+  const query = async <Row>(text: string, params: readonly unknown[] = []) =>
+    (await db.query<Row>(text, params as unknown[])).rows;
   return {
     kind: 'pglite',
-    async query<Row>(text: string, params: readonly unknown[] = []) {
-      return (await db.query<Row>(text, params as unknown[])).rows;
-    },
+    query,
+    // One connection in this process, and PGlite ignores statement_timeout.
+    read: query,
     async exec(script) {
       await db.exec(script);
     },
@@ -146,6 +186,14 @@ export function sqlState(error: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string'
     ? code
     : undefined;
+}
+
+/**
+ * Whether PostgreSQL cancelled the statement (SQLSTATE 57014 `query_canceled`): its
+ * `statement_timeout` ran out, or an operator cancelled it (`pg_cancel_backend`).
+ */
+export function isQueryCanceled(error: unknown): boolean {
+  return sqlState(error) === '57014';
 }
 
 /**

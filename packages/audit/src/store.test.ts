@@ -491,6 +491,96 @@ describe.each(engines)('audit store on %s', (_engine, open) => {
   });
 });
 
+/** A page's records as the audit API writes them: characters of JSON. */
+const jsonChars = (records: readonly AuditRecord[]): number =>
+  records.reduce((sum, r) => sum + JSON.stringify(r).length, 0);
+
+const PAGE_CHARS = 20_000;
+const budgeted: Array<[string, () => Promise<TestStore>]> = [
+  ['PostgreSQL', () => openPostgresTestStore({ maxPageChars: PAGE_CHARS })],
+  ['PGlite', () => openPgliteTestStore({ maxPageChars: PAGE_CHARS })],
+];
+
+describe.each(budgeted)('pages of a store with maxPageChars on %s', (_engine, open) => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await open();
+  }, 60_000);
+  afterAll(async () => {
+    await t?.dispose();
+  });
+  beforeEach(async () => {
+    await t.clear();
+  });
+
+  it('stop at the character budget before the limit; the cursor walks every record once, in order', async () => {
+    // About 3.4 KB each, three to an instant: cuts fall inside ties too.
+    const records = Array.from({ length: 40 }, (_, i) =>
+      recordAt(Math.floor(i / 3) * 1000, { payloadPreview: `${i}`.padEnd(3000, 'p') }),
+    );
+    await t.store.insertBatch(records);
+    const seen: AuditRecord[] = [];
+    const sizes: number[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await t.store.query(
+        {},
+        cursor === undefined ? { limit: 500 } : { cursor, limit: 500 },
+      );
+      expect(jsonChars(page.records)).toBeLessThanOrEqual(PAGE_CHARS);
+      sizes.push(page.records.length);
+      seen.push(...page.records);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined && sizes.length < 100);
+    // Records of one size: as many as fit a page, the rest on the last one.
+    const fit = Math.floor(PAGE_CHARS / JSON.stringify(records[0]).length);
+    expect(fit).toBeGreaterThan(1);
+    expect(sizes).toEqual([
+      ...Array(Math.floor(records.length / fit)).fill(fit),
+      ...(records.length % fit > 0 ? [records.length % fit] : []),
+    ]);
+    expect(ids(seen)).toEqual(ids(newestFirst(records)));
+  });
+
+  it('still cut by the limit when that comes first', async () => {
+    const records = Array.from({ length: 12 }, (_, i) => recordAt(i * 1000));
+    await t.store.insertBatch(records);
+    const { records: paged, pages } = await everyPage(t.store, {}, 5);
+    expect(pages).toBe(3);
+    expect(ids(paged)).toEqual(ids(newestFirst(records)));
+  });
+
+  it('give a record larger than the budget a page of its own, and move on', async () => {
+    const huge = (offsetMs: number) =>
+      parseAuditRecord({
+        ...recordAt(offsetMs),
+        principal: {
+          type: 'user',
+          id: 'u'.repeat(512),
+          claims: Object.fromEntries(
+            Array.from({ length: 16 }, (_, i) => [`c${i}`, Array(16).fill('v'.repeat(128))]),
+          ),
+        },
+      });
+    const records = [recordAt(0), huge(1000), huge(2000), recordAt(3000)];
+    expect(JSON.stringify(records[1]).length).toBeGreaterThan(PAGE_CHARS);
+    await t.store.insertBatch(records);
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await t.store.query(
+        {},
+        cursor === undefined ? { limit: 50 } : { cursor, limit: 50 },
+      );
+      pages.push(ids(page.records));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined && pages.length < 10);
+    const [small0, huge1, huge2, small3] = ids(records);
+    // Past the budget with the first record of a page, nothing else joins it.
+    expect(pages).toEqual([[small3], [huge2], [huge1], [small0]]);
+  });
+});
+
 describe('opening audit stores', () => {
   it('migrates once when replicas start together on PostgreSQL', async () => {
     const first = await openPostgresTestStore({ migrate: false });

@@ -20,6 +20,7 @@ import {
   SCHEMA_MIGRATIONS_DDL,
 } from './migrations.ts';
 import {
+  type AuditCursor,
   type AuditPage,
   type AuditPageRequest,
   AuditQueryError,
@@ -34,6 +35,7 @@ import { type AuditDecision, type AuditKind, AuditKindSchema, type AuditRecord }
 import {
   createPgliteEngine,
   createPostgresEngine,
+  isQueryCanceled,
   quoteIdentifier,
   type SqlEngine,
 } from './sql.ts';
@@ -51,8 +53,23 @@ export const MAX_TRACE_RECORDS = 5000;
  * +600 MB of the audit-logger's memory. Real traces' records take 1 to 2 KB.
  */
 export const MAX_TRACE_CHARS = 16 * 1024 * 1024;
+/**
+ * Default statement timeout (ms) of the reads `query()`, `trace()` and `stats()` make on
+ * PostgreSQL: long enough for a search over a large table, short enough that a read blocked
+ * by a lock answers before a client or proxy gives up on it.
+ */
+export const DEFAULT_READ_TIMEOUT_MS = 10_000;
 /** Records `trace()` reads per statement. */
 const TRACE_PAGE = 250;
+/**
+ * Most characters of records (as JSON) one page of `query()` holds, unless the store is opened
+ * with another `maxPageChars`: a page of `limit` 500 whose records are as large as the record
+ * bounds allow (37 KB with claims, ids and a preview at their bounds) was one answer of 19 MB.
+ * 500 real records (1 to 2 KB each) fit with room to spare, so real pages are cut by `limit`.
+ */
+export const MAX_PAGE_CHARS = 4 * 1024 * 1024;
+/** Records `query()` reads per statement. */
+const QUERY_PAGE = 250;
 
 /** The records of one trace, oldest first; `truncated` when more are stored than it holds. */
 export interface AuditTrace {
@@ -119,19 +136,23 @@ export interface AuditStore {
   insertBatch(records: readonly AuditRecord[]): Promise<number>;
   /**
    * One page of records matching `filters`, newest first (keyset pagination on time and id:
-   * no duplicates or gaps while records are added).
+   * no duplicates or gaps while records are added): at most `limit` records and at most
+   * `maxPageChars` characters of them as JSON, yet at least one record. `nextCursor` is set
+   * whenever more match, also when the character budget cut the page before `limit`.
    * @throws AuditQueryError for a malformed cursor, a limit out of range, or a `since`/`until`
-   * outside year 1..9999.
+   * outside year 1..9999; AuditQueryTimeoutError past the read timeout.
    */
   query(filters?: AuditRecordFilters, page?: AuditPageRequest): Promise<AuditPage>;
   /**
    * Every record of one trace, oldest first: at most {@link MAX_TRACE_RECORDS} records and
    * {@link MAX_TRACE_CHARS} characters of them, `truncated` when there are more.
+   * @throws AuditQueryTimeoutError when one of its statements runs past the read timeout.
    */
   trace(traceId: string): Promise<AuditTrace>;
   /**
    * Counts and latency percentiles of records in `[since, until)` (until: now).
-   * @throws AuditQueryError for a `since`/`until` outside year 1..9999.
+   * @throws AuditQueryError for a `since`/`until` outside year 1..9999; AuditQueryTimeoutError
+   * past the read timeout.
    */
   stats(since: Date, until?: Date): Promise<AuditStats>;
   /** Delete records older than `cutoff` (in chunks); returns how many. */
@@ -150,8 +171,25 @@ export interface AuditStoreOptions {
   pgliteDir?: string;
   /** PostgreSQL schema to use, created if missing. Default: the connection's search_path. */
   schema?: string | undefined;
-  /** Most PostgreSQL connections. Default 10. */
+  /**
+   * Most PostgreSQL connections of each of the store's two pools: one for inserts, deletes and
+   * migrations, one for the reads of `query()`, `trace()` and `stats()` (each opens
+   * connections when first used). Default 10.
+   */
   poolSize?: number;
+  /**
+   * Statement timeout (ms) of each statement of `query()`, `trace()` and `stats()` on
+   * PostgreSQL: one that runs, or waits for a lock, longer is cancelled by the server and the
+   * call rejects with {@link AuditQueryTimeoutError}. `insertBatch()`, `deleteOlderThan()`
+   * and migrations never get it (an audit record is not dropped for a slow database).
+   * 0: none. Not applied by PGlite. Default {@link DEFAULT_READ_TIMEOUT_MS}.
+   */
+  readTimeoutMs?: number;
+  /**
+   * Most characters of records (as JSON) one page of `query()` holds; a record larger than
+   * this still gets a page of its own. Default {@link MAX_PAGE_CHARS}.
+   */
+  maxPageChars?: number;
   /** Apply migrations when opening. Default true. */
   migrate?: boolean;
   /** Default {@link MIGRATIONS}. */
@@ -168,6 +206,24 @@ export class AuditStoreError extends Error {
   constructor(code: 'STORE_IN_USE', message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
+  }
+}
+
+/**
+ * A read of `query()`, `trace()` or `stats()` ran past the store's statement timeout and
+ * PostgreSQL cancelled it (or an operator did: SQLSTATE 57014 either way); `cause` is the
+ * database's error. The connection is fine: asking again (later, or narrower) may answer.
+ */
+export class AuditQueryTimeoutError extends Error {
+  override readonly name = 'AuditQueryTimeoutError';
+  readonly code = 'QUERY_TIMEOUT';
+
+  constructor(
+    /** The statement timeout that ran out (ms). */
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`the audit query took longer than ${timeoutMs} ms and was stopped`, options);
   }
 }
 
@@ -262,6 +318,20 @@ function whereClause(
   return { sql: conditions.length > 0 ? conditions.join(' AND ') : 'TRUE', params };
 }
 
+/**
+ * The results of `promises` once every one has settled, or the first one's rejection: a caller
+ * answered about a failure has no statement of its own still running (each holds a pooled
+ * connection until it ends).
+ */
+async function settledAll<T extends readonly unknown[]>(
+  promises: { [K in keyof T]: Promise<T[K]> },
+): Promise<T> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
 // The database would fail on these (503 at the API), or toISOString() throw.
 function refuseOutOfRange(bounds: { since?: Date | undefined; until?: Date | undefined }): void {
   const issues = timeBoundIssues(bounds);
@@ -274,11 +344,23 @@ function createSqlAuditStore(
     schema: string | undefined;
     migrations: readonly Migration[];
     logger: AuditLogger;
+    readTimeoutMs: number;
+    maxPageChars: number;
     onClose: () => void;
   },
 ): AuditStore {
-  const { schema, migrations, logger, onClose } = options;
+  const { schema, migrations, logger, readTimeoutMs, maxPageChars, onClose } = options;
   let closing: Promise<void> | undefined;
+
+  /** One statement of `query()`, `trace()` or `stats()`, bounded by the read timeout. */
+  async function read<Row>(text: string, params: readonly unknown[]): Promise<Row[]> {
+    try {
+      return await engine.read<Row>(text, params);
+    } catch (error) {
+      if (isQueryCanceled(error)) throw new AuditQueryTimeoutError(readTimeoutMs, { cause: error });
+      throw error;
+    }
+  }
 
   return {
     engine: engine.kind,
@@ -328,28 +410,47 @@ function createSqlAuditStore(
         throw new AuditQueryError([
           { parameter: 'limit', message: `must be an integer from 1 to ${MAX_QUERY_LIMIT}` },
         ]);
-      const where = whereClause(filters, []);
-      let sql = where.sql;
+      let after: AuditCursor | undefined;
       if (page.cursor !== undefined) {
-        const cursor = decodeCursor(page.cursor);
-        if (cursor === undefined)
+        after = decodeCursor(page.cursor);
+        if (after === undefined)
           throw new AuditQueryError([
             { parameter: 'cursor', message: 'is not a cursor this store returned' },
           ]);
-        where.params.push(cursor.timestamp, cursor.id);
-        const n = where.params.length;
-        sql += ` AND (ts, id) < ($${n - 1}::timestamptz, $${n})`;
       }
-      where.params.push(limit + 1);
-      const rows = await engine.query<{ record: AuditRecord }>(
-        `SELECT record FROM audit_records WHERE ${sql} ORDER BY ts DESC, id DESC LIMIT $${where.params.length}`,
-        where.params,
-      );
-      const records = rows.slice(0, limit).map((row) => row.record);
-      const last = records.at(-1);
-      return rows.length > limit && last
-        ? { records, nextCursor: encodeCursor({ timestamp: last.timestamp, id: last.id }) }
-        : { records };
+      // Read in parts (keyset on time and id, as the pages themselves), so no more than one
+      // part past the character budget is ever held; one more row than wanted says whether
+      // more match. The page's cursor is the last record it holds, wherever it was cut.
+      const records: AuditRecord[] = [];
+      const more = (): AuditPage => {
+        const last = records.at(-1) as AuditRecord;
+        return { records, nextCursor: encodeCursor({ timestamp: last.timestamp, id: last.id }) };
+      };
+      let chars = 0;
+      for (;;) {
+        const where = whereClause(filters, []);
+        let sql = where.sql;
+        if (after !== undefined) {
+          where.params.push(after.timestamp, after.id);
+          const n = where.params.length;
+          sql += ` AND (ts, id) < ($${n - 1}::timestamptz, $${n})`;
+        }
+        const want = Math.min(QUERY_PAGE, limit - records.length);
+        where.params.push(want + 1);
+        const rows = await read<{ record: AuditRecord }>(
+          `SELECT record FROM audit_records WHERE ${sql} ORDER BY ts DESC, id DESC LIMIT $${where.params.length}`,
+          where.params,
+        );
+        for (const { record } of rows.slice(0, want)) {
+          chars += JSON.stringify(record).length;
+          // At least one record a page, however large: the cursor always moves on.
+          if (chars > maxPageChars && records.length > 0) return more();
+          records.push(record);
+        }
+        if (rows.length <= want) return { records };
+        if (records.length >= limit) return more();
+        after = records.at(-1);
+      }
     },
 
     async trace(traceId) {
@@ -362,7 +463,7 @@ function createSqlAuditStore(
         const params: unknown[] = last ? [traceId, last.timestamp, last.id] : [traceId];
         const after = last ? ' AND (ts, id) > ($2::timestamptz, $3)' : '';
         const want = Math.min(TRACE_PAGE, MAX_TRACE_RECORDS - records.length);
-        const rows = await engine.query<{ record: AuditRecord }>(
+        const rows = await read<{ record: AuditRecord }>(
           `SELECT record FROM audit_records WHERE trace_id = $1${after} ORDER BY ts, id LIMIT ${want + 1}`,
           params,
         );
@@ -383,34 +484,34 @@ function createSqlAuditStore(
       /** The `limit` most frequent values of `column` in the window, busiest first. */
       // An admin record's target is a service id, not a tool: not among the busiest tools.
       const top = (column: 'target' | 'event', limit: number) =>
-        engine.query<{ value: string; n: number }>(
+        read<{ value: string; n: number }>(
           `SELECT ${column} AS value, count(*)::int AS n FROM audit_records
            WHERE ${window} AND ${column} IS NOT NULL${column === 'target' ? ` AND kind <> 'admin'` : ''}
            GROUP BY ${column} ORDER BY n DESC, ${column} LIMIT ${limit}`,
           params,
         );
       const [groups, tools, events, interceptorLatency, interceptorOutcomes, chainLatency] =
-        await Promise.all([
-          engine.query<{ kind: AuditKind; decision: AuditDecision; n: number }>(
+        await settledAll([
+          read<{ kind: AuditKind; decision: AuditDecision; n: number }>(
             `SELECT kind, decision, count(*)::int AS n FROM audit_records WHERE ${window}
              GROUP BY kind, decision`,
             params,
           ),
           top('target', STATS_TOP_TOOLS),
           top('event', STATS_TOP_EVENTS),
-          engine.query<PercentileRow & { name: string }>(
+          read<PercentileRow & { name: string }>(
             `SELECT e->>'name' AS name, ${PERCENTILES(`(e->>'durationMs')::double precision`)}
              FROM audit_records, jsonb_array_elements(record->'interceptors') AS e
              WHERE ${window} GROUP BY 1 ORDER BY n DESC, name`,
             params,
           ),
-          engine.query<{ name: string; outcome: string; n: number }>(
+          read<{ name: string; outcome: string; n: number }>(
             `SELECT e->>'name' AS name, e->>'outcome' AS outcome, count(*)::int AS n
              FROM audit_records, jsonb_array_elements(record->'interceptors') AS e
              WHERE ${window} GROUP BY 1, 2`,
             params,
           ),
-          engine.query<PercentileRow>(
+          read<PercentileRow>(
             `SELECT ${PERCENTILES('duration_ms')} FROM audit_records
              WHERE ${window} AND kind = 'chain'`,
             params,
@@ -516,6 +617,8 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
     pgliteDir = DEFAULT_PGLITE_DIR,
     schema,
     poolSize = 10,
+    readTimeoutMs = DEFAULT_READ_TIMEOUT_MS,
+    maxPageChars = MAX_PAGE_CHARS,
     migrate = true,
     migrations = MIGRATIONS,
   } = options;
@@ -529,6 +632,7 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
       connectionString: databaseUrl,
       schema,
       max: poolSize,
+      readTimeoutMs,
       onError: (error) =>
         logger.warn('audit database connection error', { error: errorFields(error) }),
     });
@@ -542,7 +646,14 @@ export async function openAuditStore(options: AuditStoreOptions = {}): Promise<A
       throw error;
     }
   }
-  const store = createSqlAuditStore(engine, { schema, migrations, logger, onClose: unlock });
+  const store = createSqlAuditStore(engine, {
+    schema,
+    migrations,
+    logger,
+    readTimeoutMs,
+    maxPageChars,
+    onClose: unlock,
+  });
   if (migrate) {
     try {
       await store.migrate();

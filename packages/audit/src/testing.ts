@@ -3,7 +3,7 @@
  * (`@fleet/audit/testing`): valid records at fixed instants, random W3C ids, polling.
  */
 import { randomBytes } from 'node:crypto';
-import { type AuditRecord, createAuditRecord } from './record.ts';
+import { type AuditRecord, createAuditRecord, parseAuditRecord } from './record.ts';
 
 /** Base instant of {@link recordAt}: 2025-06-01T12:00:00Z. */
 export const T0 = Date.parse('2025-06-01T12:00:00Z');
@@ -21,6 +21,28 @@ export function recordAt(offsetMs: number, overrides: Partial<AuditRecord> = {})
     durationMs: 1,
     timestamp: new Date(T0 + offsetMs).toISOString(),
     ...overrides,
+  });
+}
+
+// 16 claims of 16 values of 121-122 characters: within every claim bound.
+const LARGE_CLAIMS = Object.fromEntries(
+  Array.from({ length: 16 }, (_, i) => [
+    `c${i}`,
+    Array.from({ length: 16 }, (_, j) => `${'v'.repeat(120)}${j}`),
+  ]),
+);
+
+/**
+ * A record as {@link recordAt} makes it whose principal (id and claims), session id and
+ * payload preview are at their bounds: about 37,000 characters as JSON, where real records
+ * take 1 to 2 KB. The trace id is the caller's, so anyone can gather such records in one
+ * trace: for tests of the bounds of the audit API's answers.
+ */
+export function largeRecordAt(offsetMs: number, overrides: Partial<AuditRecord> = {}): AuditRecord {
+  return parseAuditRecord({
+    ...recordAt(offsetMs, { sessionId: 's'.repeat(512), ...overrides }),
+    principal: { type: 'user', id: 'u'.repeat(512), claims: LARGE_CLAIMS },
+    payloadPreview: 'p'.repeat(4000),
   });
 }
 

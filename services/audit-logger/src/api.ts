@@ -2,7 +2,9 @@
  * The audit query API (DESIGN.md §3), mounted at `/api/audit`:
  *
  * - `GET /records?traceId=&tool=&event=&principal=&decision=&kind=&interceptor=&since=&until=&limit=&cursor=`
- *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`);
+ *   → `{records, nextCursor?}`, newest first (`kind`: `chain`, `invocation` or `admin`), at
+ *   most `limit` records and 4 Mi characters of them (`nextCursor` continues after a page cut
+ *   short by either);
  * - `GET /traces/{traceId}` → `{traceId, records, truncated?}`, oldest first, at most 5,000
  *   records and 16 Mi characters of them (`truncated: true` when more are stored);
  * - `GET /stats?since=&until=` → counts by decision, kind, tool, event, interceptor; latency
@@ -10,10 +12,13 @@
  * - `GET /config` → what the viewer needs (`traceUrlTemplate`, `authRequired`); never secret.
  *
  * Everything but `/config` requires `Authorization: Bearer <AUDIT_READ_TOKEN>` when a token is
- * set (401 otherwise). A bad parameter is a 400 naming it.
+ * set (401 otherwise). A bad parameter is a 400 naming it. A read the store's statement timeout
+ * stops (`AUDIT_QUERY_TIMEOUT_MS`) is a 503 `QUERY_TIMEOUT`; any other store failure a 503
+ * `STORE_UNAVAILABLE`.
  */
 import {
   AuditQueryError,
+  AuditQueryTimeoutError,
   type AuditStore,
   normaliseTraceId,
   parseRecordQuery,
@@ -38,7 +43,7 @@ export interface AuditApiOptions {
 /** The error body of every non-2xx answer. */
 export interface ApiErrorBody {
   error: {
-    code: 'INVALID_QUERY' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'STORE_UNAVAILABLE';
+    code: 'INVALID_QUERY' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'QUERY_TIMEOUT' | 'STORE_UNAVAILABLE';
     message: string;
     issues?: ReadonlyArray<{ parameter: string; message: string }>;
   };
@@ -133,6 +138,18 @@ export function createAuditApiRouter(options: AuditApiOptions): Router {
     // caller's parameter is at fault, not the store.
     if (error instanceof URIError && req.path.startsWith('/traces/'))
       return badQuery(res, badTraceId());
+    // PostgreSQL stopped the read (a lock, a huge scan): the store is fine, this query was not.
+    if (error instanceof AuditQueryTimeoutError) {
+      logger.warn(
+        { path: req.path, timeoutMs: error.timeoutMs },
+        'audit query stopped by its statement timeout',
+      );
+      if (res.headersSent) return;
+      return fail(res, 503, {
+        code: 'QUERY_TIMEOUT',
+        message: `the audit query took longer than ${error.timeoutMs} ms and was stopped: narrow it (a shorter since/until window, more filters) or try again later`,
+      });
+    }
     logger.error(
       {
         err: error instanceof Error ? { name: error.name, message: error.message } : String(error),

@@ -29,6 +29,7 @@ describe('audit-logger environment', () => {
       AUDIT_MAX_BUFFERED: DEFAULT_MAX_BUFFERED,
       AUDIT_WRITE_AHEAD: true,
       AUDIT_PAYLOAD_PREVIEW: 0,
+      AUDIT_QUERY_TIMEOUT_MS: 10_000,
     });
     expect(parseAuditWorkerEnv({}).PORT).toBe(8084);
   });
@@ -56,10 +57,12 @@ describe('audit-logger environment', () => {
         AUDIT_WORKER_CONCURRENCY: '200',
         AUDIT_PAYLOAD_PREVIEW: '256',
         AUDIT_DB_WAIT_S: '5',
+        AUDIT_QUERY_TIMEOUT_MS: '2500',
         LOG_LEVEL: 'warn',
       }),
     ).toMatchObject({
       PORT: 0,
+      AUDIT_QUERY_TIMEOUT_MS: 2500,
       AUDIT_DB_WAIT_S: 5,
       DATABASE_URL: 'postgres://u@db/audit',
       AUDIT_RETENTION_DAYS: 7,
@@ -117,6 +120,7 @@ const INTEGER_VARIABLES: ReadonlyArray<[string, number, number | undefined]> = [
   ['AUDIT_MAX_BUFFERED', 0, undefined],
   ['AUDIT_PAYLOAD_PREVIEW', 0, 4096],
   ['AUDIT_DB_WAIT_S', 0, 3_600],
+  ['AUDIT_QUERY_TIMEOUT_MS', 0, 3_600_000],
 ];
 
 const PARSERS: ReadonlyArray<[string, (env: Record<string, string>) => object, string[]]> = [

@@ -7,6 +7,7 @@ import {
   AUDIT_QUEUE,
   DEFAULT_MAX_BUFFERED,
   DEFAULT_PGLITE_DIR,
+  DEFAULT_READ_TIMEOUT_MS,
   DEFAULT_RETENTION_DAYS,
 } from '@fleet/audit';
 import {
@@ -103,6 +104,10 @@ const AuditLoggerEnvSchema = z.object({
   // This process's producer writes each record beside AUDIT_JOURNAL before enqueue returns.
   AUDIT_WRITE_AHEAD: flag(true),
   AUDIT_PAYLOAD_PREVIEW: optional(integer(0, 4096)).transform((v) => v ?? 0),
+  // The statement timeout of the audit API's reads on PostgreSQL (0: none); never the inserts'.
+  AUDIT_QUERY_TIMEOUT_MS: optional(integer(0, 3_600_000)).transform(
+    (v) => v ?? DEFAULT_READ_TIMEOUT_MS,
+  ),
 });
 
 const AuditWorkerEnvSchema = z.object({

@@ -17,15 +17,19 @@ import {
   startAuditRetention,
 } from '@fleet/audit';
 import { journalDirectoryProblem, makeDirectory } from '@fleet/audit/directory';
-import type { AuditWorkerConfig } from './config.ts';
+import type { AuditLoggerConfig, AuditWorkerConfig } from './config.ts';
 import { auditLoggerOf, type Logger } from './logger.ts';
 import { createPiiScrubber } from './scrubber.ts';
 
-/** The settings both processes read (the audit-logger's config has them all too). */
+/**
+ * The settings both processes read (the audit-logger's config has them all too), and the
+ * audit-logger's statement timeout of the audit API's reads (the worker serves none).
+ */
 export type StoreConfig = Pick<
   AuditWorkerConfig,
   'DATABASE_URL' | 'AUDIT_PGLITE_DIR' | 'AUDIT_DB_SCHEMA' | 'AUDIT_DB_WAIT_S'
->;
+> &
+  Partial<Pick<AuditLoggerConfig, 'AUDIT_QUERY_TIMEOUT_MS'>>;
 export type DrainConfig = Pick<
   AuditWorkerConfig,
   | 'REDIS_URL'
@@ -194,6 +198,9 @@ export async function openStore(config: StoreConfig, log: Logger): Promise<Audit
         databaseUrl: config.DATABASE_URL,
         pgliteDir: config.AUDIT_PGLITE_DIR,
         schema: config.AUDIT_DB_SCHEMA,
+        ...(config.AUDIT_QUERY_TIMEOUT_MS === undefined
+          ? {}
+          : { readTimeoutMs: config.AUDIT_QUERY_TIMEOUT_MS }),
         logger: auditLoggerOf(log),
       });
       log.info({ engine: store.engine }, 'audit store open');

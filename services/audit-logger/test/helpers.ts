@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { type AuditStore, openAuditStore } from '@fleet/audit';
+import { type AuditStore, type AuditStoreOptions, openAuditStore } from '@fleet/audit';
 import { listen } from '@fleet/interceptor-kit';
 import { deleteKeys } from '@fleet/test-fixtures';
 import { defer } from '@fleet/test-fixtures/cleanup';
@@ -36,14 +36,19 @@ export function uniquePrefix(): string {
 }
 
 /** A store in a fresh PostgreSQL schema; `drop()` removes the schema. */
-export async function openSchemaStore(): Promise<{
+export async function openSchemaStore(options: Partial<AuditStoreOptions> = {}): Promise<{
   store: AuditStore;
   schema: string;
   drop(): Promise<void>;
 }> {
   const schema = randomName('audit_logger_test');
   const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-  const store = await openAuditStore({ databaseUrl: DATABASE_URL, schema, logger: quiet });
+  const store = await openAuditStore({
+    databaseUrl: DATABASE_URL,
+    schema,
+    logger: quiet,
+    ...options,
+  });
   return {
     store,
     schema,
@@ -56,10 +61,7 @@ export async function openSchemaStore(): Promise<{
 
 /** Run SQL statements on the test database ({@link DATABASE_URL}). */
 export async function runSql(sql: string): Promise<void> {
-  // pg is the audit package's dependency, not this service's: load it from there.
-  const pg = workspaceRequire('packages/audit')('pg') as PgModule;
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
+  const client = await connectPg();
   try {
     await client.query(sql);
   } finally {
@@ -67,14 +69,59 @@ export async function runSql(sql: string): Promise<void> {
   }
 }
 
-interface PgModule {
-  Client: new (options: {
-    connectionString: string;
-  }) => {
-    connect(): Promise<unknown>;
-    query(sql: string): Promise<unknown>;
-    end(): Promise<void>;
+/** The rows of one statement on the test database ({@link DATABASE_URL}). */
+export async function sqlRows<Row>(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+  const client = await connectPg();
+  try {
+    return (await client.query(sql, params)).rows as Row[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** A table lock held by a transaction of another connection, until `release()`. */
+export interface HeldLock {
+  /** Roll the holding transaction back and close its connection. Idempotent. */
+  release(): Promise<void>;
+}
+
+/**
+ * Hold an `ACCESS EXCLUSIVE` lock on `schema`.audit_records from a connection of its own (as
+ * a migration or a `VACUUM FULL` would): every statement on the table waits for it. Released
+ * after the test at the latest.
+ */
+export async function holdRecordsTableLock(schema: string): Promise<HeldLock> {
+  const client = await connectPg();
+  await client.query('BEGIN');
+  await client.query(`LOCK TABLE "${schema}".audit_records IN ACCESS EXCLUSIVE MODE`);
+  let released: Promise<void> | undefined;
+  const release = () => {
+    released ??= client
+      .query('ROLLBACK')
+      .then(() => undefined)
+      .finally(() => client.end());
+    return released;
   };
+  defer(release);
+  return { release };
+}
+
+async function connectPg(): Promise<PgClient> {
+  // pg is the audit package's dependency, not this service's: load it from there.
+  const pg = workspaceRequire('packages/audit')('pg') as PgModule;
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  return client;
+}
+
+interface PgClient {
+  connect(): Promise<unknown>;
+  query(sql: string, params?: readonly unknown[]): Promise<{ rows: unknown[] }>;
+  end(): Promise<void>;
+}
+
+interface PgModule {
+  Client: new (options: { connectionString: string }) => PgClient;
 }
 
 /** `require` as seen from a workspace package (for its dependencies). */
@@ -97,7 +144,7 @@ export async function serveUntilClosed(
   return { url: listening.url, close: () => listening.close(100) };
 }
 
-export { recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
+export { largeRecordAt, recordAt, spanId, T0, traceId, waitFor } from '@fleet/audit/testing';
 
 // ---------------------------------------------------------------------------------------------
 // A stock MCP SDK client. The SDK is a dependency of @fleet/interceptor-kit, not of this

@@ -4,10 +4,10 @@
  * trace can gather thousands of records each as large as the record bounds allow. Real
  * PostgreSQL, the service over HTTP.
  */
-import { MAX_TRACE_CHARS, parseAuditRecord } from '@fleet/audit';
+import { MAX_TRACE_CHARS } from '@fleet/audit';
 import { describe, expect, it } from 'vitest';
 import { createAuditLoggerApp } from '../src/app.ts';
-import { defer, openSchemaStore, recordAt, serve, traceId } from './helpers.ts';
+import { defer, largeRecordAt, openSchemaStore, recordAt, serve, traceId } from './helpers.ts';
 
 async function serveStore() {
   const { store, drop } = await openSchemaStore();
@@ -27,26 +27,15 @@ async function serveStore() {
   return { store, get };
 }
 
-// Claims, ids and a preview each within its bound: about 37,000 characters as JSON.
-const claims = Object.fromEntries(
-  Array.from({ length: 16 }, (_, i) => [
-    `c${i}`,
-    Array.from({ length: 16 }, (_, j) => `${'v'.repeat(120)}${j}`),
-  ]),
-);
-
 describe('trace answers', () => {
   it('stop at 16 Mi characters of records and say they were cut (5,000 x 37 KB was 187 MB)', async () => {
     const { store, get } = await serveStore();
     const trace = traceId();
-    const big = (i: number) =>
-      parseAuditRecord({
-        ...recordAt(i, { traceId: trace, sessionId: 's'.repeat(512) }),
-        principal: { type: 'user', id: 'u'.repeat(512), claims },
-        payloadPreview: 'p'.repeat(4000),
-      });
+    // Claims, ids and a preview each within its bound: about 37,000 characters as JSON.
     for (let b = 0; b < 2; b++)
-      await store.insertBatch(Array.from({ length: 500 }, (_, i) => big(b * 500 + i)));
+      await store.insertBatch(
+        Array.from({ length: 500 }, (_, i) => largeRecordAt(b * 500 + i, { traceId: trace })),
+      );
     const { status, chars, body } = await get(trace);
     expect(status).toBe(200);
     expect(body.truncated).toBe(true);

@@ -10,7 +10,15 @@ import type { AuditRecord, AuditStore } from '@fleet/audit';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuditLoggerApp } from '../src/app.ts';
-import { openSchemaStore, recordAt, serve, spanId, traceId } from './helpers.ts';
+import {
+  largeRecordAt,
+  openSchemaStore,
+  recordAt,
+  serve,
+  serveUntilClosed,
+  spanId,
+  traceId,
+} from './helpers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = fileURLToPath(new URL('../test-results/viewer.png', import.meta.url));
@@ -228,5 +236,61 @@ describe('trace viewer in Chromium', () => {
     expect(await page.locator('#status.error').count()).toBe(1);
     expect(await page.locator('#token-form').isHidden()).toBe(true);
     await page.close();
+  }, 30_000);
+});
+
+describe('trace viewer on a trace the API cuts', () => {
+  const NOTICE = 'the first ones only: the trace has more than one answer holds';
+  const big = traceId();
+  const normal = traceId();
+  let base: string;
+  const cleanups: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    // One store for both tests: a trace past MAX_TRACE_CHARS (1,000 records of 37 KB, the
+    // answer holds about 450), and one of three small records.
+    const { store: cut, drop: dropCut } = await openSchemaStore();
+    cleanups.push(dropCut);
+    for (let b = 0; b < 2; b++)
+      await cut.insertBatch(
+        Array.from({ length: 500 }, (_, i) => largeRecordAt(b * 500 + i, { traceId: big })),
+      );
+    await cut.insertBatch(Array.from({ length: 3 }, (_, i) => recordAt(i, { traceId: normal })));
+    const server = await serveUntilClosed(
+      createAuditLoggerApp({ sink: { enqueue: () => undefined }, store: cut }).listener,
+    );
+    cleanups.unshift(() => server.close());
+    base = server.url;
+  }, 60_000);
+  afterAll(async () => {
+    for (const cleanup of cleanups) await cleanup();
+  });
+
+  async function summaryOf(trace: string): Promise<string> {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${base}/?traceId=${trace}`);
+      await page.locator('#trace:not([hidden])').waitFor();
+      await expect.poll(() => page.textContent('#trace-summary')).toMatch(/records? from/);
+      return (await page.textContent('#trace-summary')) ?? '';
+    } finally {
+      await page.close();
+    }
+  }
+
+  it('says the trace was cut when the API answers truncated', async () => {
+    const api = (await (await fetch(`${base}/api/audit/traces/${big}`)).json()) as {
+      records: unknown[];
+      truncated?: boolean;
+    };
+    expect(api.truncated).toBe(true);
+    const summary = await summaryOf(big);
+    expect(summary).toContain(`${api.records.length} records from`);
+    expect(summary).toContain(NOTICE);
+  }, 30_000);
+
+  it('says nothing of the kind for a whole trace', async () => {
+    const summary = await summaryOf(normal);
+    expect(summary).toContain('3 records from');
+    expect(summary).not.toContain(NOTICE);
   }, 30_000);
 });

@@ -163,7 +163,13 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
           r.interceptors.map((i) => `${i.name}:${i.outcome}`).join(' ') || '-',
           r.traceId ?? '-',
         ]);
-        const more = answer.nextCursor ? `(more: add --limit or narrow --since)\n` : '';
+        // A page the audit API cut at its size bound (4 Mi characters of records) holds fewer
+        // records than asked for: a larger --limit would not show more.
+        const more = !answer.nextCursor
+          ? ''
+          : answer.records.length < Number(options.limit ?? '50')
+            ? '(more: the audit API cut this answer at its size bound; narrow the filters, or fleet audit export for every record)\n'
+            : '(more: add --limit or narrow --since)\n';
         return `${formatTable(['TIME', 'KIND', 'DECISION', 'PHASE', 'CALL', 'PRINCIPAL', 'INTERCEPTORS', 'TRACE'], rows)}${more}`;
       });
     });
