@@ -97,7 +97,7 @@ const recordLines = (stdout: string) =>
   stdout.split('\n').filter((line) => /^\d{4}-\d\d-\d\dT/.test(line));
 
 const TRACE_NOTICE =
-  /^\(the first (\d+) records: the trace has more than one answer holds; see fleet audit query --trace\)$/;
+  /^\(the first (\d+) records: the trace has more than one answer holds; all of them: fleet audit export --trace ([0-9a-f]{32}) --since (\S+)\)$/;
 
 describe('fleet audit trace', () => {
   it('says the trace was cut, and how many records it shows, when the API answers truncated', async () => {
@@ -111,6 +111,11 @@ describe('fleet audit trace', () => {
     expect(shown).toBeGreaterThan(300);
     expect(shown).toBeLessThan(BIG_RECORDS);
     expect(Number(notice?.[1])).toBe(shown);
+    // The command it names gives every record of the trace.
+    expect(notice?.[2]).toBe(big);
+    const exported = await audit(['export', '--trace', big, '--since', notice?.[3] ?? '']);
+    expect(exported.code).toBe(0);
+    expect(exported.stdout.trimEnd().split('\n')).toHaveLength(BIG_RECORDS);
     // --json is the API's answer, flag included.
     const json = await audit(['trace', big, '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ traceId: big, truncated: true });

@@ -246,7 +246,7 @@ export function addAuditCommand(program: Command, context: CommandContext): Comm
         }
         if (answer.truncated)
           lines.push(
-            `(the first ${answer.records.length} records: the trace has more than one answer holds; see fleet audit query --trace)`,
+            `(the first ${answer.records.length} records: the trace has more than one answer holds; all of them: fleet audit export --trace ${answer.traceId} --since ${answer.records[0]?.timestamp ?? '7d'})`,
           );
         return `${lines.join('\n')}\n`;
       });
