@@ -58,6 +58,10 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
   const aborts: Counter = meter.createCounter(METRIC.CHAIN_ABORTS, {
     description: 'Interceptor chains that aborted',
   });
+  const rejections: Counter = meter.createCounter(METRIC.INGRESS_REJECTIONS, {
+    description: 'Requests the MCP ingress refused before serving them',
+    unit: '{request}',
+  });
 
   return {
     recordRequest: (durationMs, a) =>
@@ -103,10 +107,13 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
           attributes({
             [ATTR.FLEET_CHAIN_ABORT_TYPE]: a.type,
             [ATTR.FLEET_INTERCEPTOR_NAME]: a.interceptor,
+            [ATTR.FLEET_INTERCEPTOR_OUTCOME]: a.outcome,
             [ATTR.FLEET_CHAIN_PHASE]: a.phase,
           }),
         ),
       ),
+    countRejection: (kind) =>
+      guarded(() => rejections.add(1, { [ATTR.FLEET_REJECTION_KIND]: kind })),
     recordBackend: (durationMs, a) =>
       guarded(() =>
         backend.record(

@@ -59,6 +59,7 @@ describe('FLEET_NAMES', () => {
         'fleet.audit.job.state',
         'fleet.pins.drift.kind',
         'fleet.pins.action',
+        'fleet.rejection.kind',
       ]),
     );
     expect(METRIC).toEqual({
@@ -67,6 +68,7 @@ describe('FLEET_NAMES', () => {
       INTERCEPTOR_DURATION: 'fleet.interceptor.duration',
       CHAIN_ABORTS: 'fleet.chain.aborts',
       BACKEND_DURATION: 'fleet.backend.duration',
+      INGRESS_REJECTIONS: 'fleet.ingress.rejections',
       AUDIT_PRODUCER_RECORDS: 'fleet.audit.producer.records',
       AUDIT_PRODUCER_BATCHES: 'fleet.audit.producer.batches',
       AUDIT_PRODUCER_PENDING: 'fleet.audit.producer.pending',

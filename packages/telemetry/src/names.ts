@@ -99,6 +99,8 @@ export const FLEET_NAMES = {
     FLEET_CHAIN_STAGE: 'fleet.chain.stage',
     /** Why a chain aborted: `validation` `mutation` `invocation` `timeout`. */
     FLEET_CHAIN_ABORT_TYPE: 'fleet.chain.abort.type',
+    /** Why the gateway's MCP ingress refused a request (see `fleet.ingress.rejections`). */
+    FLEET_REJECTION_KIND: 'fleet.rejection.kind',
     /** How the gateway answered a request: `ok` `denied` `error`. */
     FLEET_REQUEST_STATUS: 'fleet.request.status',
     /**
@@ -157,6 +159,13 @@ export const FLEET_NAMES = {
     CHAIN_ABORTS: 'fleet.chain.aborts',
     /** Histogram (ms): one call to an MCP backend, by backend, method and status. */
     BACKEND_DURATION: 'fleet.backend.duration',
+    /**
+     * Counter ({request}): requests the gateway's MCP ingress refused before serving them, by
+     * `fleet.rejection.kind` (its error table's entry, e.g. `unauthorized` `forbidden`
+     * `payload_too_large` `too_many_requests` `session_not_found`, or `overloaded`: a session
+     * over `limits.maxInFlightPerSession`).
+     */
+    INGRESS_REJECTIONS: 'fleet.ingress.rejections',
     /**
      * Counter ({record}): records a process's audit producer handled, by `fleet.audit.outcome`
      * (`enqueued` `sent` `journaled` `replayed`; `dropped` and `rejected` also by

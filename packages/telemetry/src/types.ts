@@ -169,6 +169,12 @@ export interface AbortMetricAttributes {
   type: string;
   /** The interceptor that caused the abort, if one did. */
   interceptor?: string;
+  /**
+   * How that interceptor's invocation turned out (`denied` `failed` `timeout` `rejected`), so an
+   * abort over the caller's input (`rejected`: the service refused the params with -32602) can
+   * be told from one over a broken service.
+   */
+  outcome?: string;
   phase?: string;
 }
 
@@ -196,4 +202,6 @@ export interface FleetMetrics {
   countAbort(attributes: AbortMetricAttributes): void;
   /** `fleet.backend.duration` (ms). */
   recordBackend(durationMs: number, attributes: BackendMetricAttributes): void;
+  /** `fleet.ingress.rejections` += 1, by `fleet.rejection.kind`. */
+  countRejection(kind: string): void;
 }

@@ -843,6 +843,11 @@ export class Gateway {
     cache.loading = undefined;
   }
 
+  /** The gateway's instruments (the ingress counts its refusals there too). */
+  get telemetry(): GatewayTelemetry {
+    return this.#deps.telemetry;
+  }
+
   /** True when a session other than `session` is subscribed to `uri`. */
   #heldByOthers(session: ClientSession, uri: string): boolean {
     return (this.#subscribers.get(uri) ?? 0) > (session.subscriptions.has(uri) ? 1 : 0);

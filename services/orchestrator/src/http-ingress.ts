@@ -122,15 +122,6 @@ export interface McpIngress {
   closeAll(): Promise<void>;
 }
 
-const reject = (
-  res: ServerResponse,
-  kind: HttpErrorCode,
-  message: string,
-  options: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
-): void => {
-  if (!res.headersSent) sendError(res, kind, message, options);
-};
-
 /** The id of a posted message when it is a valid JSON-RPC id (else the error omits it). */
 function idOf(body: unknown): string | number | undefined {
   const id = (body as { id?: unknown } | null)?.id;
@@ -260,7 +251,19 @@ function causeText(error: unknown, depth = 0): string {
 /** Build the `/mcp` endpoint: plain node request handling, no framework on the hot path. */
 export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const { gateway, registry, config, authenticator, log } = options;
+  const { telemetry } = gateway;
   const sessions = new Map<string, HttpSession>();
+  /** Refuse a request from the error table, counted by kind (`fleet.ingress.rejections`). */
+  const reject = (
+    res: ServerResponse,
+    kind: HttpErrorCode,
+    message: string,
+    rejectOptions: { id?: unknown; data?: unknown; headers?: Record<string, string> } = {},
+  ): void => {
+    if (res.headersSent) return;
+    telemetry.recordRejection(kind.toLowerCase());
+    sendError(res, kind, message, rejectOptions);
+  };
   const rebindingProblem = rebindingGuard(config);
   const keysFailing = logThrottle(KEYS_FAILING_LOG_INTERVAL_MS);
   const resource = protectedResource(config.auth, rebindingGuard(config, { checkOrigin: false }));
@@ -289,6 +292,7 @@ export function createMcpIngress(options: McpIngressOptions): McpIngress {
   const inFlightWarn = logThrottle(LIMIT_LOG_INTERVAL_MS);
   const maxInFlight = config.limits.maxInFlightPerSession;
   const overloaded = (principal: Principal, revision: 'session' | 'stateless') => {
+    telemetry.recordRejection('overloaded');
     if (inFlightWarn.due())
       log.warn(
         {

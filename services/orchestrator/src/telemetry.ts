@@ -59,6 +59,11 @@ export interface GatewayTelemetry {
   recordChain(result: ChainResult): void;
   recordInvocation(outcome: InvocationOutcome): void;
   recordBackend(backend: string, method: string, durationMs: number, errorType?: string): void;
+  /**
+   * The MCP ingress refused a request before serving it: `kind` is its error table's entry in
+   * lower case (`unauthorized`, `payload_too_large`, ...) or `overloaded`.
+   */
+  recordRejection(kind: string): void;
 }
 
 /** `method` as an error message quotes it: a made-up name can be as long as the body. */
@@ -169,7 +174,14 @@ export function createGatewayTelemetry(): GatewayTelemetry {
         status: chainStatusOf(result),
       });
       for (const abort of result.abortedAt)
-        fleet.countAbort({ type: abort.type, interceptor: abort.interceptor, phase: abort.phase });
+        fleet.countAbort({
+          type: abort.type,
+          interceptor: abort.interceptor,
+          outcome: result.results.find(
+            (o) => o.interceptor === abort.interceptor && o.serviceId === abort.serviceId,
+          )?.outcome,
+          phase: abort.phase,
+        });
     },
     recordInvocation: (o) =>
       fleet.recordInterceptor(o.durationMs, {
@@ -180,6 +192,7 @@ export function createGatewayTelemetry(): GatewayTelemetry {
         mode: o.mode,
         phase: o.phase,
       }),
+    recordRejection: (kind) => fleet.countRejection(kind),
     recordBackend: (id, method, durationMs, errorType) =>
       fleet.recordBackend(durationMs, {
         backend: id,

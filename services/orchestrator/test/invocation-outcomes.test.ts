@@ -64,6 +64,18 @@ function invocationCounts(text: string, interceptor: string): Record<string, num
   return counts;
 }
 
+/** The gateway's `fleet_chain_aborts_total` caused by `interceptor` whose invocation was rejected. */
+function abortCount(text: string, interceptor: string): number {
+  let count = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('fleet_chain_aborts_total{')) continue;
+    if (!line.includes(`fleet_interceptor_name="${interceptor}"`)) continue;
+    if (line.includes('fleet_interceptor_outcome="rejected"'))
+      count += Number(line.split(' ').at(-1));
+  }
+  return count;
+}
+
 /** The orchestrator's CLIENT span of each invocation of `interceptor`. */
 function invocationSpans(spans: readonly ReceivedSpan[], interceptor: string): ReceivedSpan[] {
   return spans.filter(
@@ -99,7 +111,9 @@ describe('an interceptor answering -32602', () => {
       { redis: false },
     );
     const client = await connectClient(gateway.mcpUrl);
-    const before = invocationCounts(await scrape(), 'vault-guard');
+    const scraped = await scrape();
+    const before = invocationCounts(scraped, 'vault-guard');
+    const abortsBefore = abortCount(scraped, 'vault-guard');
 
     const error = await client.callTool({ name: 'echo', arguments: { text: 'too-many' } }).then(
       () => undefined,
@@ -113,11 +127,17 @@ describe('an interceptor answering -32602', () => {
       phase: 'request',
     });
 
-    const after = invocationCounts(await scrape(), 'vault-guard');
+    const rescraped = await scrape();
+    const after = invocationCounts(rescraped, 'vault-guard');
     const grew = (outcome: string) => (after[outcome] ?? 0) - (before[outcome] ?? 0);
     expect(grew('rejected')).toBe(1);
     expect(grew('failed')).toBe(0);
     expect(grew('timeout')).toBe(0);
+    // The abort it caused says so too, which keeps FleetChainRefusingRequests quiet.
+    expect(abortCount(rescraped, 'vault-guard') - abortsBefore).toBe(1);
+    expect(rescraped).toMatch(
+      /fleet_chain_aborts_total\{[^}]*fleet_chain_abort_type="invocation",fleet_interceptor_name="vault-guard",fleet_interceptor_outcome="rejected"/,
+    );
 
     // The audit record of the chain says rejected, and the worker's parse takes it.
     const execution = gateway.executions.find((e) => e.result.phase === 'request');

@@ -40,6 +40,7 @@ export const DOCUMENTED_VALUES: Readonly<Record<string, readonly string[]>> = {
     'unchanged',
     'failed',
     'timeout',
+    'rejected',
   ],
   fleet_chain_abort_type: ['validation', 'mutation', 'invocation', 'timeout'],
 };

@@ -191,6 +191,18 @@ describe('monitoring.prometheusRule', () => {
     expect(rule?.annotations.description).toContain('rejected');
   });
 
+  it("pages on chains refused because a validator's or a mutator's service fails, not because it rejected the caller's params", () => {
+    const rule = ruleNamed(rendered('enabled'), 'FleetChainRefusingRequests');
+    const matchers = analyzePromql(rule?.expr ?? '')
+      .selectors.flatMap((s) => s.matchers)
+      .filter((m) => m.label.startsWith('fleet_'));
+    expect(matchers).toEqual([
+      { label: 'fleet_chain_abort_type', op: '=~', value: 'invocation|mutation|timeout' },
+      { label: 'fleet_interceptor_outcome', op: '!=', value: 'rejected' },
+    ]);
+    expect(rule?.annotations.description).toContain('rejected');
+  });
+
   it('writes every expression in valid PromQL', () => {
     for (const rule of rulesOf(rendered('enabled')))
       expect(analyzePromql(rule.expr).errors, `${rule.alert}: ${rule.expr}`).toEqual([]);
