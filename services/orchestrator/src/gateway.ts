@@ -170,9 +170,9 @@ interface ToolSchemaCache {
   loading?: Promise<void> | undefined;
 }
 
-/** The field naming the target of a routed method. */
 const noop = (): void => {};
 
+/** The field naming the target of a routed method. */
 const ROUTED: Record<string, 'name' | 'uri'> = {
   'tools/call': 'name',
   'prompts/get': 'name',
@@ -1049,10 +1049,6 @@ export class Gateway {
   }
 
   /**
-   * A backend notification: a log line goes to the call in flight on that backend (every
-   * session when none is), list changes to every session, resource updates to subscribers.
-   */
-  /**
    * `backend` has a new connection in place of a lost one, which took along what the backend
    * held for every session: the resource subscriptions that sessions still hold there are made
    * again (one at a time, in turn with the sessions' own subscribes and unsubscribes) and the
@@ -1091,6 +1087,10 @@ export class Gateway {
     })();
   }
 
+  /**
+   * A backend notification: a log line goes to the call in flight on that backend (every
+   * session when none is), list changes to every session, resource updates to subscribers.
+   */
   onBackendNotification(backend: Backend, received: Notification): void {
     const params = withoutReservedMeta(received.params as Record<string, unknown> | undefined);
     const notification: Notification =

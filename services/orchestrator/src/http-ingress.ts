@@ -55,6 +55,7 @@ import {
   sendError,
 } from './session-transport.ts';
 import { type PrincipalSlots, serveStateless } from './stateless.ts';
+import { scrubName } from './telemetry.ts';
 
 const MAX_SESSIONS = 10_000;
 
@@ -229,9 +230,14 @@ const LIMIT_LOG_INTERVAL_MS = 60_000;
 /** How often a JWKS outage is logged (the first refusal, then at most this often). */
 const KEYS_FAILING_LOG_INTERVAL_MS = 60_000;
 
-/** Who a limit refused, for the log: the principal's type and id, never its claims. */
+/**
+ * Who a limit refused, for the log: the principal's type and id (scrubbed like a span's
+ * client-chosen names: an id may be an e-mail address), never its claims.
+ */
 function principalLabel(principal: Principal): string {
-  return principal.id === undefined ? principal.type : `${principal.type}:${principal.id}`;
+  return principal.id === undefined
+    ? principal.type
+    : `${principal.type}:${scrubName(principal.id)}`;
 }
 
 function jwksUrlOf(config: OrchestratorConfig): string | undefined {
