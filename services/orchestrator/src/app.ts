@@ -111,7 +111,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
             if (!gateway) throw new Error('gateway not ready');
             return gateway.onServerRequest(b, r, signal);
           },
-          onReconnected: (b) => gateway?.onBackendReconnected(b),
+          onConnected: (b, again) => gateway?.onBackendConnected(b, again),
         },
         log,
         { maxMessageBytes: config.limits.maxBackendMessageBytes },

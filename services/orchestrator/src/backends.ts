@@ -55,11 +55,11 @@ export interface BackendHooks {
     signal: AbortSignal,
   ): Promise<Result>;
   /**
-   * A new connection replaced one that was lost (a restarted stdio child, an HTTP backend that
-   * forgot the session): what the backend held for the gateway's sessions (resource
-   * subscriptions, the log level) went with the old one.
+   * A connection was made: the first (`again` false), or one that replaced a lost one (a
+   * restarted stdio child, an HTTP backend that forgot the session), and what the backend held
+   * for the gateway's sessions (resource subscriptions, the log level) went with the old one.
    */
-  onReconnected?(backend: Backend): void;
+  onConnected?(backend: Backend, again: boolean): void;
 }
 
 /** Options for one backend call. */
@@ -267,14 +267,12 @@ export class Backend {
         { backend: this.id, server: client.getServerVersion()?.name },
         'backend connected',
       );
-      const reconnected = this.#everConnected;
+      const again = this.#everConnected;
       this.#everConnected = true;
-      if (reconnected) {
-        try {
-          this.#hooks.onReconnected?.(this);
-        } catch (error) {
-          this.#log.warn({ backend: this.id, err: String(error) }, 'restoring a backend failed');
-        }
+      try {
+        this.#hooks.onConnected?.(this, again);
+      } catch (error) {
+        this.#log.warn({ backend: this.id, err: String(error) }, 'backend connect hook failed');
       }
       return client;
     })().finally(() => {

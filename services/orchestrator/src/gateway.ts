@@ -172,6 +172,9 @@ interface ToolSchemaCache {
 
 const noop = (): void => {};
 
+/** The lists a backend adds items to, each with its `notifications/<kind>/list_changed`. */
+const LISTS = ['tools', 'prompts', 'resources'] as const;
+
 /** The field naming the target of a routed method. */
 const ROUTED: Record<string, 'name' | 'uri'> = {
   'tools/call': 'name',
@@ -293,11 +296,10 @@ export class Gateway {
       if (caps.logging) union.logging = {};
       if (caps.completions) union.completions = {};
     }
-    // Backends that are not connected yet: assume the common features so clients can try.
+    // Backends that are not connected yet: assume the common features so clients can try,
+    // and say those lists change: sessions are told once such a backend connects.
     if (this.#deps.backends.some((b) => !b.capabilities)) {
-      union.tools ??= {};
-      union.prompts ??= {};
-      union.resources ??= {};
+      for (const kind of LISTS) union[kind] = { ...union[kind], listChanged: true };
     }
     return union;
   }
@@ -1049,12 +1051,24 @@ export class Gateway {
   }
 
   /**
-   * `backend` has a new connection in place of a lost one, which took along what the backend
-   * held for every session: the resource subscriptions that sessions still hold there are made
-   * again (one at a time, in turn with the sessions' own subscribes and unsubscribes) and the
-   * log level is asked for again. Its tools may have changed: their cached schemas are dropped.
+   * `backend` is connected. Sessions that started before (it came up late, or came back) may
+   * hold lists without its items or stale ones: each is told its tools, prompts and resources
+   * changed (those a session's server declared `listChanged` for). When the connection
+   * replaces a lost one, which took along what the backend held for every session, the
+   * resource subscriptions sessions still hold there are made again (one at a time, in turn
+   * with the sessions' own subscribes and unsubscribes) and the log level is asked for again;
+   * its cached tool schemas are dropped.
    */
-  onBackendReconnected(backend: Backend): void {
+  onBackendConnected(backend: Backend, again: boolean): void {
+    const caps = backend.capabilities;
+    if (caps !== undefined && this.sessions.size > 0) {
+      const changed = LISTS.filter((kind) => caps[kind] !== undefined).map(
+        (kind) => ({ method: `notifications/${kind}/list_changed` }) as Notification,
+      );
+      for (const session of this.sessions)
+        for (const notification of changed) void notify(session, notification);
+    }
+    if (!again) return;
     this.#forgetTools(backend);
     const uris = [...this.#subscribers.keys()].filter(
       (uri) => this.router.route(uri)?.backend === backend,

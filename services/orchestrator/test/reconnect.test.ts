@@ -4,8 +4,12 @@
  * hold there: their resource subscriptions and the log level. Through a real gateway and real
  * fixture backends over HTTP.
  */
-import { startHttpBackend } from '@fleet/test-fixtures';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { freePort, startHttpBackend } from '@fleet/test-fixtures';
+import {
+  PromptListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
 
@@ -23,6 +27,10 @@ describe('a backend that restarts', () => {
     const updates: string[] = [];
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
       updates.push(n.params.uri);
+    });
+    let toolListChanges = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      toolListChanges++;
     });
     const counter = 'fixture://counter';
     await client.subscribeResource({ uri: counter });
@@ -60,5 +68,38 @@ describe('a backend that restarts', () => {
     await client.callTool({ name: 'bump', arguments: {} });
     await waitFor(() => updates.length === 1, 5000, 'an update from the restarted backend');
     expect(updates).toEqual([counter]);
+    // Its tools may have changed with it: the session is told to list them again.
+    await waitFor(() => toolListChanges > 0, 5000, 'tools/list_changed');
+  });
+
+  it('that came up after a session started: the session is told its lists changed', async () => {
+    const port = await freePort();
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "http://127.0.0.1:${port}/mcp"}\n`,
+      { redis: false },
+    );
+    const client = await connectClient(gateway.mcpUrl);
+    // Declared although no backend says so yet: the gateway will say when they change.
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true });
+    const changed: string[] = [];
+    client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => {
+      changed.push(n.method);
+    });
+    client.setNotificationHandler(PromptListChangedNotificationSchema, (n) => {
+      changed.push(n.method);
+    });
+    await expect(client.listTools()).rejects.toThrow(/unavailable/);
+
+    const backend = await startHttpBackend({ name: 'fx', port });
+    defer(() => backend.close());
+    // The gateway's next attempt (backoff from 0.5 s) connects; the session used to be left
+    // with its empty list.
+    await waitFor(
+      () => changed.includes('notifications/tools/list_changed'),
+      10_000,
+      'tools/list_changed once the backend is up',
+    );
+    expect(changed).toContain('notifications/prompts/list_changed');
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('echo');
   });
 });

@@ -8,8 +8,8 @@ import { createServer } from 'node:http';
 import { startTelemetry, type Telemetry } from '@fleet/telemetry';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defer, listenLoopback, startGateway } from './harness.ts';
-import { rawPost, SESSION_INIT } from './raw-http.ts';
+import { defer, listenLoopback, startGateway, waitFor } from './harness.ts';
+import { openRawSession, rawPost, SESSION_INIT } from './raw-http.ts';
 
 let telemetry: Telemetry;
 
@@ -70,5 +70,30 @@ describe('the ingress', () => {
     // Nothing else was counted: the served initialize is no refusal.
     const total = Object.keys(after).reduce((n, kind) => n + grew(kind), 0);
     expect(total).toBe(5);
+  });
+
+  it('counts a request over limits.maxInFlightPerSession as overloaded', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const gateway = await startGateway(
+      `backends:\n  - {id: fx, url: "${backend.url}"}\nlimits: {maxInFlightPerSession: 1}\n`,
+      { redis: false },
+    );
+    const headers = await openRawSession(gateway.mcpUrl);
+    const call = (id: number, ms: number) =>
+      rawPost(
+        gateway.mcpUrl,
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow', arguments: { ms } } },
+        headers,
+      );
+    const before = await rejections();
+    const held = call(1, 500);
+    await waitFor(() => backend.state.sessions.size > 0, 5000, 'the first call at the backend');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const refused = await call(2, 0);
+    expect(refused.json.error?.data).toMatchObject({ reason: 'overloaded' });
+    expect((await held).json.result).toBeDefined();
+    const after = await rejections();
+    expect((after.overloaded ?? 0) - (before.overloaded ?? 0)).toBe(1);
   });
 });
