@@ -817,18 +817,7 @@ describe('auditLimit: audit-mode invocations in flight per service', () => {
 
   it('counts an invocation waiting for its deferred start, and frees a slot never sent', async () => {
     const { invoker, calls } = heldInvoker();
-    const chain = resolveService(
-      'svc',
-      [
-        parseInterceptorInfo({
-          name: 'observer',
-          type: 'validation',
-          mode: 'audit',
-          hooks: [{ events: ['*'], phase: 'request' }],
-        }),
-      ],
-      invoker,
-    );
+    const chain = auditObserver(invoker);
     const auditLimit = createInFlightLimit(1);
     const audit: InvocationOutcome[] = [];
     const deferred: Array<() => void> = [];

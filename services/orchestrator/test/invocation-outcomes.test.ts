@@ -1,52 +1,15 @@
-/**
- * How the gateway reports invocations that produced no result, through real interceptor
- * services: a -32602 answer (the service refused the caller's params) is outcome `rejected`,
- * not `failed`, on the metric, the invocation span and the audit record, yet still blocks the
- * chain as a failure does; an audit-mode invocation past `chain.maxAuditInFlight` for its
- * service is not started and is counted `failed` (reason `overloaded`).
- */
-import { createServer } from 'node:http';
 import { parseAuditRecord } from '@fleet/audit';
 import { JsonRpcCode, ProtocolError } from '@fleet/core';
 import { allow, defineValidator } from '@fleet/interceptor-kit';
-import { startTelemetry, type Telemetry } from '@fleet/telemetry';
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/app.ts';
 import { auditRecordOf } from '../src/audit.ts';
-import {
-  connectClient,
-  defer,
-  listenLoopback,
-  serveInterceptors,
-  startGateway,
-  waitFor,
-} from './harness.ts';
+import { connectClient, defer, serveInterceptors, startGateway, waitFor } from './harness.ts';
+import { invocationSpans, pipelineForFile } from './pipeline.ts';
 
-let receiver: OtlpReceiver;
-let telemetry: Telemetry;
-
-beforeAll(async () => {
-  receiver = await startOtlpReceiver();
-  telemetry = startTelemetry({
-    serviceName: 'orchestrator',
-    traces: { exporters: ['otlp'], endpoint: receiver.tracesUrl, scheduledDelayMs: 20 },
-    diagnostics: false,
-  });
-});
-
-afterAll(async () => {
-  await telemetry.shutdown();
-  await receiver.close();
-});
-
-/** `/metrics` of the test's pipeline (Prometheus text). */
-async function scrape(): Promise<string> {
-  const base = await listenLoopback(createServer(telemetry.metricsHandler));
-  return (await fetch(`${base}/metrics`)).text();
-}
+const pipeline = pipelineForFile({ traces: true });
 
 /**
  * The gateway's `fleet_interceptor_duration_count` of `interceptor` by outcome (the gateway's
@@ -76,16 +39,6 @@ function abortCount(text: string, interceptor: string): number {
   return count;
 }
 
-/** The orchestrator's CLIENT span of each invocation of `interceptor`. */
-function invocationSpans(spans: readonly ReceivedSpan[], interceptor: string): ReceivedSpan[] {
-  return spans.filter(
-    (s) =>
-      s.kind === 3 &&
-      s.scopeName === '@fleet/orchestrator' &&
-      s.attributes['fleet.interceptor.name'] === interceptor,
-  );
-}
-
 /** A validator that refuses, with -32602, any tools/call whose arguments say `too-many`. */
 const vaultGuard = defineValidator({
   name: 'vault-guard',
@@ -111,7 +64,7 @@ describe('an interceptor answering -32602', () => {
       { redis: false },
     );
     const client = await connectClient(gateway.mcpUrl);
-    const scraped = await scrape();
+    const scraped = await pipeline.scrape();
     const before = invocationCounts(scraped, 'vault-guard');
     const abortsBefore = abortCount(scraped, 'vault-guard');
 
@@ -127,7 +80,7 @@ describe('an interceptor answering -32602', () => {
       phase: 'request',
     });
 
-    const rescraped = await scrape();
+    const rescraped = await pipeline.scrape();
     const after = invocationCounts(rescraped, 'vault-guard');
     const grew = (outcome: string) => (after[outcome] ?? 0) - (before[outcome] ?? 0);
     expect(grew('rejected')).toBe(1);
@@ -157,8 +110,8 @@ describe('an interceptor answering -32602', () => {
     ]);
 
     // The invocation span: outcome rejected and the code, status left unset (not ERROR).
-    await telemetry.forceFlush();
-    const spans = await receiver.waitFor(
+    await pipeline.telemetry.forceFlush();
+    const spans = await pipeline.receiver.waitFor(
       (all) => invocationSpans(all, 'vault-guard').length > 0,
       10_000,
     );
@@ -178,10 +131,10 @@ describe('an interceptor answering -32602', () => {
       { redis: false },
     );
     const client = await connectClient(gateway.mcpUrl);
-    const before = invocationCounts(await scrape(), 'vault-guard');
+    const before = invocationCounts(await pipeline.scrape(), 'vault-guard');
     const result = await client.callTool({ name: 'echo', arguments: { text: 'too-many' } });
     expect(result.isError).toBeFalsy();
-    const after = invocationCounts(await scrape(), 'vault-guard');
+    const after = invocationCounts(await pipeline.scrape(), 'vault-guard');
     expect((after.rejected ?? 0) - (before.rejected ?? 0)).toBe(1);
     expect((after.failed ?? 0) - (before.failed ?? 0)).toBe(0);
   });
@@ -221,9 +174,10 @@ describe('chain.maxAuditInFlight', () => {
       for (const answer of held) answer();
     });
     const call = () => client.callTool({ name: 'echo', arguments: { text: 'hi' } });
-    const before = invocationCounts(await scrape(), 'hung-observer');
+    const before = invocationCounts(await pipeline.scrape(), 'hung-observer');
     const grew = async (outcome: string) =>
-      (invocationCounts(await scrape(), 'hung-observer')[outcome] ?? 0) - (before[outcome] ?? 0);
+      (invocationCounts(await pipeline.scrape(), 'hung-observer')[outcome] ?? 0) -
+      (before[outcome] ?? 0);
 
     // Two calls: their audit invocations reach the service and hang there; the calls do not wait.
     await call();

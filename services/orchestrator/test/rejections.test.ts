@@ -1,30 +1,14 @@
-/**
- * What the gateway's MCP ingress refuses before serving is counted by kind in
- * `fleet_ingress_rejections_total`: bad credentials, a foreign Host, an oversized body, a
- * principal over its sessions, a session over its requests in flight. Through a real gateway
- * and a real Prometheus scrape of this process's metrics.
- */
-import { createServer } from 'node:http';
-import { startTelemetry, type Telemetry } from '@fleet/telemetry';
 import { startHttpBackend } from '@fleet/test-fixtures';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defer, listenLoopback, startGateway, waitFor } from './harness.ts';
+import { describe, expect, it } from 'vitest';
+import { defer, startGateway, waitFor } from './harness.ts';
+import { pipelineForFile } from './pipeline.ts';
 import { openRawSession, rawPost, SESSION_INIT } from './raw-http.ts';
 
-let telemetry: Telemetry;
-
-beforeAll(() => {
-  telemetry = startTelemetry({ serviceName: 'orchestrator', diagnostics: false });
-});
-
-afterAll(async () => {
-  await telemetry.shutdown();
-});
+const pipeline = pipelineForFile();
 
 /** `fleet_ingress_rejections_total` by `fleet_rejection_kind`, from a scrape. */
 async function rejections(): Promise<Record<string, number>> {
-  const base = await listenLoopback(createServer(telemetry.metricsHandler));
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await pipeline.scrape();
   const counts: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const kind = /^fleet_ingress_rejections_total\{[^}]*fleet_rejection_kind="([^"]+)"/.exec(

@@ -1,46 +1,19 @@
-/**
- * The gateway's spans and metrics through a real pipeline (`startTelemetry` from
- * @fleet/telemetry): spans exported over OTLP/HTTP to an in-test receiver, metrics read from
- * `/metrics` in Prometheus text. Client-chosen text never reaches a span raw.
- */
-import { createServer } from 'node:http';
 import { allow, defineMutator, defineValidator, deny, modified } from '@fleet/interceptor-kit';
-import { startTelemetry, type Telemetry } from '@fleet/telemetry';
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '@fleet/telemetry/testing';
+import type { ReceivedSpan } from '@fleet/telemetry/testing';
 import { startHttpBackend } from '@fleet/test-fixtures';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  connectClient,
-  defer,
-  listenLoopback,
-  serveInterceptors,
-  startGateway,
-} from './harness.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { connectClient, defer, serveInterceptors, startGateway } from './harness.ts';
 import { startMirrorBackend } from './mirror-backend.ts';
+import { invocationSpans, pipelineForFile } from './pipeline.ts';
 
-let receiver: OtlpReceiver;
-let telemetry: Telemetry;
+const pipeline = pipelineForFile({ traces: true });
 
-beforeAll(async () => {
-  receiver = await startOtlpReceiver();
-  telemetry = startTelemetry({
-    serviceName: 'orchestrator',
-    traces: { exporters: ['otlp'], endpoint: receiver.tracesUrl, scheduledDelayMs: 20 },
-    diagnostics: false,
-  });
-});
-
-afterAll(async () => {
-  await telemetry.shutdown();
-  await receiver.close();
-});
-
-beforeEach(() => receiver.clear());
+beforeEach(() => pipeline.receiver.clear());
 
 /** Every span received once one SERVER span of the gateway has ended with `predicate`. */
 async function spansWhen(predicate: (spans: readonly ReceivedSpan[]) => boolean) {
-  await telemetry.forceFlush();
-  return receiver.waitFor(predicate, 10_000);
+  await pipeline.telemetry.forceFlush();
+  return pipeline.receiver.waitFor(predicate, 10_000);
 }
 
 /** Every string in a span: its name, attribute values, status message, event attributes. */
@@ -104,16 +77,6 @@ describe('gateway spans: client-chosen text is scrubbed', () => {
     }
   });
 });
-
-/** The orchestrator's CLIENT span of one invocation of `interceptor`. */
-function invocationSpans(spans: readonly ReceivedSpan[], interceptor: string): ReceivedSpan[] {
-  return spans.filter(
-    (s) =>
-      s.kind === 3 &&
-      s.scopeName === '@fleet/orchestrator' &&
-      s.attributes['fleet.interceptor.name'] === interceptor,
-  );
-}
 
 describe('gateway spans: interceptor invocations', () => {
   it('carry name, type, mode and outcome on each CLIENT span', async () => {
@@ -224,12 +187,6 @@ describe('gateway spans: interceptor invocations', () => {
   });
 });
 
-/** `/metrics` of the test's pipeline (Prometheus text). */
-async function scrape(): Promise<string> {
-  const base = await listenLoopback(createServer(telemetry.metricsHandler));
-  return (await fetch(`${base}/metrics`)).text();
-}
-
 /** The Prometheus sample lines of `metric` whose labels include every one of `labels`. */
 function samples(text: string, metric: string, labels: Record<string, string>): string[] {
   return text
@@ -270,12 +227,12 @@ describe('gateway metrics and request status', () => {
       { redis: false },
     );
     const client = await connectClient(gateway.mcpUrl);
-    const before = await scrape();
+    const before = await pipeline.scrape();
     await expect(
       client.callTool({ name: 'echo', arguments: { text: 'forbidden' } }),
     ).rejects.toMatchObject({ code: -32602 });
     await expect(client.getPrompt({ name: 'plain' })).rejects.toMatchObject({ code: -32603 });
-    const text = await scrape();
+    const text = await pipeline.scrape();
     /** How much `metric` (summed over lines with `labels`) grew during the two calls. */
     const grew = (metric: string, labels: Record<string, string>) =>
       sum(samples(text, metric, labels)) - sum(samples(before, metric, labels));
