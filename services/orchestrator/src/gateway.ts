@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
+  AUDIT_OVERLOADED,
   type ChainPlan,
   type ChainResult,
   chainAbortToError,
@@ -56,7 +57,7 @@ import { BackendRouter, isListMethod } from './aggregate.ts';
 import { AuditBatcher } from './audit-batch.ts';
 import type { Backend, ServerToClientRequest } from './backends.ts';
 import type { OrchestratorConfig } from './config.ts';
-import type { Logger } from './logger.ts';
+import { type Logger, logThrottle } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
 import {
@@ -234,6 +235,8 @@ export class Gateway {
   readonly #audits: AuditBatcher;
   /** Audit-mode invocations in flight per interceptor service (`chain.maxAuditInFlight`). */
   readonly #auditLimit: InFlightLimit;
+  /** Audit-mode invocations skipped over that bound: logged at most once a minute. */
+  readonly #auditSkipped = logThrottle(60_000);
   /**
    * Resource URI (as clients see it) → how many sessions are subscribed to it. A backend has
    * one connection for every session, so it holds one subscription per URI: it is told to
@@ -642,6 +645,7 @@ export class Gateway {
     const onOutcome = (o: InvocationOutcome) => {
       open?.settle(o);
       telemetry.recordInvocation(o);
+      if (o.error?.reason === AUDIT_OVERLOADED && o.mode === 'audit') this.#skippedAudit(o);
     };
     const result = await runChain(
       plan,
@@ -833,6 +837,23 @@ export class Gateway {
       if (this.#shared.get(key) === settled) this.#shared.delete(key);
     });
     return result;
+  }
+
+  /**
+   * An audit-mode invocation was not started: its service had `chain.maxAuditInFlight` in
+   * flight (it hangs, or is far slower than the calls come). Said at most once a minute.
+   */
+  #skippedAudit(o: InvocationOutcome): void {
+    if (!this.#auditSkipped.due()) return;
+    this.#deps.log.warn(
+      {
+        service: o.serviceId,
+        interceptor: o.interceptor,
+        max: this.#auditLimit.max,
+        times: this.#auditSkipped.count,
+      },
+      'skipped audit-mode invocations: their service has chain.maxAuditInFlight in flight',
+    );
   }
 
   /** Drop what the gateway knows of `backend`'s tools (their list changed). */

@@ -6,7 +6,14 @@ import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/app.ts';
 import { auditRecordOf } from '../src/audit.ts';
-import { connectClient, defer, serveInterceptors, startGateway, waitFor } from './harness.ts';
+import {
+  connectClient,
+  defer,
+  recordingLogger,
+  serveInterceptors,
+  startGateway,
+  waitFor,
+} from './harness.ts';
 import { invocationSpans, pipelineForFile } from './pipeline.ts';
 
 const pipeline = pipelineForFile({ traces: true });
@@ -163,10 +170,11 @@ describe('chain.maxAuditInFlight', () => {
         }),
     });
     const served = await serveInterceptors([observer]);
+    const log = recordingLogger();
     // Its own budget (60 s) outlasts the test: the service hangs rather than timing out.
     const gateway = await startGateway(
       `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${served.url}"\n    overrides: {hung-observer: {timeoutMs: 60000}}\nchain: {auditBatchMs: 0, maxAuditInFlight: 2}\n`,
-      { redis: false },
+      { redis: false, log },
     );
     const client = await connectClient(gateway.mcpUrl);
     // Runs first (last registered): the gateway's close waits for requests still out.
@@ -190,6 +198,11 @@ describe('chain.maxAuditInFlight', () => {
     expect(await grew('failed')).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(held).toHaveLength(2);
+    // The operator is told, naming the service and the bound.
+    expect(log.warnings).toContainEqual({
+      obj: expect.objectContaining({ interceptor: 'hung-observer', max: 2, times: 1 }),
+      msg: expect.stringMatching(/chain\.maxAuditInFlight/),
+    });
 
     // One answered: its slot is free and the next call's audit invocation is sent again.
     held[0]?.();
