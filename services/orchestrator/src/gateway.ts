@@ -745,6 +745,8 @@ export class Gateway {
       }
       // Held while the backend answers, so concurrent subscribes cannot pass the limit together.
       const subscribing = method === 'resources/subscribe' && !session.subscriptions.has(name);
+      // Held by another session already: the backend holds it, for them.
+      const heldBefore = subscribing && this.#subscribers.has(name);
       if (subscribing) {
         admitSubscription(session, name);
         session.subscriptions.add(name);
@@ -770,7 +772,9 @@ export class Gateway {
           ? this.#inOrder(`resource ${name}`, forward)
           : forward());
       } catch (error) {
-        if (subscribing) this.#drop(session, name);
+        // The backend's subscription of a session that unsubscribed meanwhile (this one held
+        // it for them) is now nobody's: released as a closed session's would be.
+        if (subscribing && this.#drop(session, name) <= 0 && heldBefore) this.#release(name);
         throw error;
       }
       if (method === 'resources/unsubscribe') this.#drop(session, name);
@@ -892,9 +896,7 @@ export class Gateway {
    */
   closeSession(session: ClientSession): void {
     this.sessions.delete(session);
-    for (const uri of session.subscriptions)
-      if (this.#drop(session, uri) <= 0) this.#orphaned.push(uri);
-    if (this.#orphaned.length > 0 && !this.#releasing) void this.#releaseOrphaned();
+    for (const uri of session.subscriptions) if (this.#drop(session, uri) <= 0) this.#release(uri);
     if (session.logLevel !== undefined) this.#relaxLogLevel();
   }
 
@@ -933,6 +935,12 @@ export class Gateway {
           ),
       ),
     );
+  }
+
+  /** Unsubscribe from `uri` at its backend, which no session holds any more. */
+  #release(uri: string): void {
+    this.#orphaned.push(uri);
+    if (!this.#releasing) void this.#releaseOrphaned();
   }
 
   /** Unsubscribe from the orphaned URIs, one request at a time (never a burst at a backend). */

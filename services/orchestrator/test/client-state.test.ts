@@ -205,6 +205,25 @@ describe('resource subscriptions of one session', () => {
     await waitFor(() => updates.length === 2, 5000, 'an update after the other session ended');
   });
 
+  it("of two sessions to one URI: a subscribe that fails after the other session unsubscribed releases the backend's subscription", async () => {
+    // The backend held the URI for the leaving session; the arriving one's subscribe, in
+    // flight, kept the leaving one's unsubscribe local; then it failed: nobody held the
+    // backend's subscription any more, and nothing used to release it.
+    const { gateway, backend, backendSubscriptions } = await gatewayWithBackend();
+    const counter = 'fixture://counter';
+    const leaving = await rawSession(gateway.mcpUrl);
+    const arriving = await rawSession(gateway.mcpUrl);
+    expect((await leaving.send('resources/subscribe', { uri: counter })).json.result).toEqual({});
+    expect(backendSubscriptions()).toBe(1);
+    backend.state.subscribeDelayMs = 300;
+    backend.state.failSubscribe = true;
+    const failing = arriving.send('resources/subscribe', { uri: counter });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await leaving.send('resources/unsubscribe', { uri: counter })).json.result).toEqual({});
+    expect((await failing).json.error?.code).toBe(-32603);
+    await waitFor(() => backendSubscriptions() === 0, 5000, 'the backend to be unsubscribed');
+  });
+
   it('of two sessions to one URI: the last holder unsubscribing and another subscribing reach the backend in that order', async () => {
     // The backend serves requests concurrently and takes 300 ms over an unsubscribe: the other
     // session's subscribe, sent meanwhile, used to be done first, and the unsubscribe then ended
