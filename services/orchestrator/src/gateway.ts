@@ -919,22 +919,32 @@ export class Gateway {
     const level = this.#mostVerboseLevel();
     if (level === undefined || level === this.#backendLogLevel) return;
     this.#backendLogLevel = level;
-    void this.#inOrder('logging', () =>
-      Promise.all(
-        this.#deps.backends
+    void this.#sendLogLevel(this.#deps.backends);
+  }
+
+  /**
+   * Ask `backends` (those connected that log) for the level the backends were last asked for
+   * ({@link #backendLogLevel}, read in turn), after any earlier call that set it.
+   */
+  #sendLogLevel(backends: readonly Backend[]): Promise<void> {
+    return this.#inOrder('logging', async () => {
+      const level = this.#backendLogLevel;
+      if (level === undefined) return;
+      await Promise.all(
+        backends
           .filter((b) => b.capabilities?.logging && b.connected)
           .map((b) =>
             b
               .request('logging/setLevel', { level })
               .catch((error: unknown) =>
-                this.#deps.log.debug(
+                this.#deps.log.warn(
                   { backend: b.id, err: String(error) },
-                  'relaxing the log level of a backend failed',
+                  'asking a backend for the log level failed',
                 ),
               ),
           ),
-      ),
-    );
+      );
+    });
   }
 
   /** Unsubscribe from `uri` at its backend, which no session holds any more. */
@@ -1099,27 +1109,19 @@ export class Gateway {
     }
     if (!again) return;
     this.#forgetTools(backend);
-    const uris = [...this.#subscribers.keys()].filter(
-      (uri) => this.router.route(uri)?.backend === backend,
-    );
-    const level = this.#backendLogLevel;
+    // The URIs sessions hold there, with their names at the backend (routes never change).
+    const held: Array<[uri: string, name: string]> = [];
+    for (const uri of this.#subscribers.keys()) {
+      const route = this.router.route(uri);
+      if (route?.backend === backend) held.push([uri, route.name]);
+    }
     void (async () => {
-      if (level !== undefined && backend.capabilities?.logging)
-        await this.#inOrder('logging', () =>
-          backend.request('logging/setLevel', { level: this.#backendLogLevel ?? level }),
-        ).catch((error: unknown) =>
-          this.#deps.log.warn(
-            { backend: backend.id, err: String(error) },
-            'asking a reconnected backend for the log level failed',
-          ),
-        );
-      for (const uri of uris) {
-        const route = this.router.route(uri);
-        if (route === undefined || route.backend !== backend) continue;
+      await this.#sendLogLevel([backend]);
+      for (const [uri, name] of held) {
         await this.#inOrder(`resource ${uri}`, async () => {
           // Unsubscribed by every session meanwhile: nothing to restore.
           if (this.#subscribers.has(uri))
-            await backend.request('resources/subscribe', { uri: route.name });
+            await backend.request('resources/subscribe', { uri: name });
         }).catch((error: unknown) =>
           this.#deps.log.warn(
             { backend: backend.id, err: String(error) },
