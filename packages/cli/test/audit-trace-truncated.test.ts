@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openAuditStore } from '@fleet/audit';
 import { largeRecordAt, recordAt, T0, traceId } from '@fleet/audit/testing';
-import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import type { ServiceProcess } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteRedisKeys, fleet, REPO_ROOT } from './helpers.ts';
+import { deleteRedisKeys, fleet, REPO_ROOT, startAuditLogger } from './helpers.ts';
 
 const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `cli_audit_truncated_${process.pid}_${randomUUID().slice(0, 8)}`;
@@ -62,22 +62,10 @@ beforeAll(async () => {
     await store.close();
   }
   dir = await mkdtemp(join(tmpdir(), 'fleet-cli-truncated-'));
-  auditLogger = await startServiceProcess({
-    ...sourceCommand(join(REPO_ROOT, 'services/audit-logger/src/main.ts')),
-    cwd: dir,
-    env: {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL,
-      AUDIT_DB_SCHEMA: schema,
-      AUDIT_WORKER: 'false',
-      AUDIT_QUEUE: queue,
-      AUDIT_JOURNAL: join(dir, 'journal.ndjson'),
-      LOG_LEVEL: 'warn',
-      OTEL_TRACES_EXPORTER: 'none',
-      OTEL_METRICS_EXPORTER: 'none',
-    },
-    readyTimeoutMs: 60_000,
+  auditLogger = await startAuditLogger(dir, queue, {
+    DATABASE_URL,
+    AUDIT_DB_SCHEMA: schema,
+    AUDIT_WORKER: 'false',
   });
 }, 90_000);
 

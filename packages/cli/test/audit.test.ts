@@ -14,14 +14,9 @@ import {
   createAuditProducer,
   createAuditRecord,
 } from '@fleet/audit';
-import {
-  freePort,
-  type ServiceProcess,
-  sourceCommand,
-  startServiceProcess,
-} from '@fleet/test-fixtures';
+import { freePort, type ServiceProcess } from '@fleet/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { defer, deleteRedisKeys, fleet, jsonServer, REPO_ROOT } from './helpers.ts';
+import { defer, deleteRedisKeys, fleet, jsonServer, startAuditLogger } from './helpers.ts';
 
 let auditLogger: ServiceProcess;
 let dir: string;
@@ -29,21 +24,7 @@ const queue = `cli-audit-test-${randomUUID()}`;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'fleet-cli-audit-'));
-  auditLogger = await startServiceProcess({
-    ...sourceCommand(join(REPO_ROOT, 'services/audit-logger/src/main.ts')),
-    cwd: dir,
-    env: {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      AUDIT_QUEUE: queue,
-      AUDIT_PGLITE_DIR: join(dir, 'pglite'),
-      AUDIT_JOURNAL: join(dir, 'journal.ndjson'),
-      LOG_LEVEL: 'warn',
-      OTEL_TRACES_EXPORTER: 'none',
-      OTEL_METRICS_EXPORTER: 'none',
-    },
-    readyTimeoutMs: 60_000,
-  });
+  auditLogger = await startAuditLogger(dir, queue, { AUDIT_PGLITE_DIR: join(dir, 'pglite') });
 }, 90_000);
 
 afterAll(async () => {

@@ -198,6 +198,33 @@ export async function deleteRedisKeys(patterns: readonly string[]): Promise<numb
   return deleted;
 }
 
+/**
+ * A real audit-logger process, run from source in `dir` on loopback (its journal there),
+ * serving the audit API on the audit queue `queue`; `env` says where its store is and adds
+ * to its settings.
+ */
+export function startAuditLogger(
+  dir: string,
+  queue: string,
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
+  return startServiceProcess({
+    ...sourceCommand(join(REPO_ROOT, 'services/audit-logger/src/main.ts')),
+    cwd: dir,
+    env: {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      AUDIT_QUEUE: queue,
+      AUDIT_JOURNAL: join(dir, 'journal.ndjson'),
+      LOG_LEVEL: 'warn',
+      OTEL_TRACES_EXPORTER: 'none',
+      OTEL_METRICS_EXPORTER: 'none',
+      ...env,
+    },
+    readyTimeoutMs: 60_000,
+  });
+}
+
 /** A real orchestrator process for the admin commands. */
 export interface TestOrchestrator {
   url: string;
