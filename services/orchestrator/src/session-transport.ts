@@ -4,7 +4,8 @@
  * costs more than the rest of the gateway). Per request it answers with plain JSON when the
  * only message is the response, and upgrades to SSE as soon as anything else (progress,
  * logging, a server-to-client request) must travel with it. A GET opens the standalone
- * stream; DELETE ends the session. A client that disconnects mid-request cancels it.
+ * stream; DELETE ends the session. A client that disconnects mid-request cancels it; a
+ * request the client cancels (`notifications/cancelled`) has its response ended unanswered.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -28,6 +29,7 @@ import {
   isJSONRPCRequest,
   isJSONRPCResultResponse,
   type JSONRPCMessage,
+  type MessageExtraInfo,
   type RequestId,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -194,6 +196,19 @@ export class ResponseChannel {
         'content-length': Buffer.byteLength(json),
       })
       .end(json);
+  }
+
+  /**
+   * End the response without a message: its request was cancelled, and MCP sends a cancelled
+   * request no answer. A stream already open ends; else the answer is an SSE stream with no
+   * event, ended at once (a request's POST is answered with JSON or SSE, and JSON would need a
+   * message). No event carries an id, so the client has nothing to resume and does not
+   * reconnect (the SDK client only reconnects a POST stream after an event with an id).
+   */
+  endUnanswered(): void {
+    if (this.closed) return;
+    this.#streamSse();
+    this.res.end();
   }
 
   #finishInPieces(json: string, status: number): void {
@@ -556,19 +571,12 @@ export class SessionTransport implements Transport {
     if (message.id === undefined || message.method === undefined) {
       // A notification or a response to one of our requests: accepted, nothing to stream.
       res.writeHead(202).end();
-      if (message.method === 'notifications/cancelled') {
-        const target = (message.params as { requestId?: unknown } | undefined)?.requestId;
-        // A cancelled request gets no answer: it stops counting now.
-        const cancelled = isRequestId(target) ? this.#pending.get(target) : undefined;
-        if (cancelled) this.#inFlight.delete(cancelled);
-        const controller = isRequestId(target) ? this.#direct.get(target) : undefined;
-        if (controller) {
-          const reason = (message.params as { reason?: unknown }).reason;
-          controller.abort(reason === undefined ? undefined : String(reason));
-          return;
-        }
-      }
-      this.onmessage?.(message as JSONRPCMessage, extra);
+      const target =
+        message.method === 'notifications/cancelled'
+          ? (message.params as { requestId?: unknown } | undefined)?.requestId
+          : undefined;
+      if (isRequestId(target)) this.#cancel(target, message, extra);
+      else this.onmessage?.(message as JSONRPCMessage, extra);
       return;
     }
     const id = message.id;
@@ -604,17 +612,13 @@ export class SessionTransport implements Transport {
       if (this.#pending.get(id) === channel && !res.writableFinished) {
         // The client went away: cancel the work it asked for.
         this.#pending.delete(id);
-        const direct = this.#direct.get(id);
-        if (direct) {
-          direct.abort('client disconnected');
-          return;
-        }
-        this.onmessage?.(
+        this.#stopWork(
+          id,
           {
             jsonrpc: '2.0',
             method: 'notifications/cancelled',
             params: { requestId: id, reason: 'client disconnected' },
-          } as JSONRPCMessage,
+          },
           extra,
         );
       }
@@ -647,6 +651,38 @@ export class SessionTransport implements Transport {
       }
     }
     this.onmessage?.(message as JSONRPCMessage, extra);
+  }
+
+  /**
+   * The client cancelled request `id`: its work is aborted, it stops counting, and its POST
+   * ends now without an answer ({@link ResponseChannel.endUnanswered}) instead of holding a
+   * socket and a `#pending` entry until the client gives up or the session ends. The id is
+   * free again at once: the cancelled request's answer is never sent, even to a new request
+   * with its id (the direct path and the SDK's protocol both drop an aborted request's answer,
+   * and {@link send} drops one already on its way, finding no channel for it).
+   */
+  #cancel(id: RequestId, cancellation: Message, extra: MessageExtraInfo): void {
+    const channel = this.#pending.get(id);
+    if (channel) {
+      this.#pending.delete(id);
+      this.#inFlight.delete(channel);
+    }
+    this.#stopWork(id, cancellation, extra);
+    channel?.endUnanswered();
+  }
+
+  /**
+   * Stop the work of request `id`: abort it when it is served directly, else hand the SDK
+   * server `cancellation` (a `notifications/cancelled` naming it), which aborts its handler.
+   */
+  #stopWork(id: RequestId, cancellation: Message, extra: MessageExtraInfo): void {
+    const controller = this.#direct.get(id);
+    if (!controller) {
+      this.onmessage?.(cancellation as JSONRPCMessage, extra);
+      return;
+    }
+    const reason = (cancellation.params as { reason?: unknown } | undefined)?.reason;
+    controller.abort(reason === undefined ? undefined : String(reason));
   }
 
   #get(req: IncomingMessage, res: ServerResponse): undefined {

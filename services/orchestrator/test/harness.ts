@@ -48,6 +48,8 @@ export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 export interface TestGateway {
   base: string;
   mcpUrl: string;
+  /** The gateway's HTTP server (e.g. to count the connections clients hold open). */
+  server: Server;
   orchestrator: Orchestrator;
   executions: ChainExecution[];
   prefix: string;
@@ -133,7 +135,14 @@ export async function startGateway(
     }
     subscriber?.disconnect();
   });
-  return { base: listening.url, mcpUrl: `${listening.url}/mcp`, orchestrator, executions, prefix };
+  return {
+    base: listening.url,
+    mcpUrl: `${listening.url}/mcp`,
+    server: listening.server,
+    orchestrator,
+    executions,
+    prefix,
+  };
 }
 
 /** Serve kit interceptors on a free loopback port; returns the `/mcp` URL and a stop function. */
