@@ -8,10 +8,13 @@ import {
 } from '../test/scenarios.ts';
 import {
   AUDIT_OVERLOADED,
+  batchItemError,
   type ChainInterceptor,
+  type ChainResult,
   chainAbortToError,
   createInFlightLimit,
   type InvocationOutcome,
+  InvokeErrorReason,
   type Invoker,
   isFailureOutcome,
   ProtocolError,
@@ -595,6 +598,13 @@ describe('an interceptor that refuses its params (-32602)', () => {
       'tools/call',
       'request',
     );
+  /** The client gets what any invocation failure gives it: -32603 naming `refuser` and `reason`. */
+  const expectFailedClosed = (result: ChainResult, reason: string) => {
+    const error = chainAbortToError(result);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error?.code).toBe(-32603);
+    expect(error?.data).toEqual({ failedInterceptor: 'refuser', reason, phase: 'request' });
+  };
 
   it.each([
     ['validator', 'validation', 'validation_failed', 'invocation'],
@@ -621,15 +631,7 @@ describe('an interceptor that refuses its params (-32602)', () => {
           phase: 'request',
         },
       ]);
-      // The client gets what any invocation failure gives it: -32603 naming the interceptor.
-      const error = chainAbortToError(result);
-      expect(error).toBeInstanceOf(ProtocolError);
-      expect(error?.code).toBe(-32603);
-      expect(error?.data).toEqual({
-        failedInterceptor: 'refuser',
-        reason: 'limit_exceeded',
-        phase: 'request',
-      });
+      expectFailedClosed(result, 'limit_exceeded');
     },
   );
 
@@ -669,6 +671,104 @@ describe('an interceptor that refuses its params (-32602)', () => {
       const result = await runChain(chainOf(invoker, { type: 'validation' }), { payload: {} });
       expect(result.status).toBe('validation_failed');
       expect(result.results[0]?.outcome).toBe('failed');
+    }
+  });
+
+  it('keeps a plain -32602, without a reason that says otherwise, as rejected', async () => {
+    const plain: Invoker = {
+      invoke: async (params) => {
+        // What a non-kit server may answer to a name it does not have: nothing tells it apart.
+        throw new ProtocolError(-32602, 'no such interceptor', { name: params.name });
+      },
+    };
+    const result = await runChain(chainOf(plain, { type: 'validation' }), { payload: {} });
+    expect(result.results[0]).toMatchObject({
+      outcome: 'rejected',
+      error: { reason: 'no such interceptor', code: -32602 },
+    });
+  });
+
+  it.each([
+    ['validator', 'validation', 'validation_failed', 'invocation'],
+    ['mutator', 'mutation', 'mutation_failed', 'mutation'],
+  ] as const)(
+    'reports a %s the service no longer has (-32602, reason unknown_interceptor) as failed, fail-closed',
+    async (_label, type, status, abortType) => {
+      const stale: Invoker = {
+        invoke: async (params) => {
+          throw new ProtocolError(-32602, `Unknown interceptor "${params.name}"`, {
+            name: params.name,
+            reason: InvokeErrorReason.UNKNOWN_INTERCEPTOR,
+          });
+        },
+      };
+      const seen: InvocationOutcome[] = [];
+      const result = await runChain(
+        chainOf(stale, { type }),
+        { payload: {} },
+        { onOutcome: (o) => seen.push(o) },
+      );
+      expect(result.status).toBe(status);
+      const failed = {
+        interceptor: 'refuser',
+        outcome: 'failed',
+        error: { reason: 'unknown_interceptor', code: -32602 },
+      };
+      expect(result.results).toEqual([expect.objectContaining(failed)]);
+      expect(seen).toEqual([expect.objectContaining(failed)]);
+      expect(result.abortedAt).toEqual([
+        {
+          interceptor: 'refuser',
+          serviceId: 'svc',
+          reason: 'unknown_interceptor',
+          type: abortType,
+          phase: 'request',
+        },
+      ]);
+      expectFailedClosed(result, 'unknown_interceptor');
+    },
+  );
+
+  it('reports every invocation of a coalesced batch the service refused as a whole (-32602) as failed', async () => {
+    // An invoker that sends the batchable invocations started in one turn together, as the
+    // kit's remote service does, to a service that refuses the batch request itself.
+    const batches: number[] = [];
+    let queue: Array<{ reject(error: unknown): void }> = [];
+    const batching: Invoker = {
+      invoke: (_params, { batchable }) =>
+        new Promise((_resolve, reject) => {
+          if (!batchable) {
+            reject(new Error('expected a batchable invocation'));
+            return;
+          }
+          if (queue.push({ reject }) > 1) return;
+          setImmediate(() => {
+            const batch = queue;
+            queue = [];
+            batches.push(batch.length);
+            const refusal = new ProtocolError(
+              -32602,
+              'Invalid params: "invocations" holds too many items',
+              { path: 'invocations', maxItems: 1 },
+            );
+            for (const item of batch) item.reject(batchItemError(refusal, batch.length));
+          });
+        }),
+    };
+    const plan = chainOf(batching, { type: 'validation' });
+    const results = await Promise.all(
+      [1, 2, 3].map((n) => runChain(plan, { payload: { n } }, { coalesce: true })),
+    );
+    expect(batches).toEqual([3]);
+    for (const result of results) {
+      expect(result.status).toBe('validation_failed');
+      expect(result.results).toEqual([
+        expect.objectContaining({
+          outcome: 'failed',
+          error: { reason: 'batch_refused', code: -32602 },
+        }),
+      ]);
+      expectFailedClosed(result, 'batch_refused');
     }
   });
 

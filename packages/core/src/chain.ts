@@ -11,7 +11,10 @@
  * An invocation failure is `failed` (crash, transport error, malformed result), `timeout`,
  * or `rejected`: the service answered -32602, refusing the params it was given (e.g. a payload
  * over one of its limits), which says the caller's input is at fault rather than the service.
- * All three block the chain alike (fail-closed unless failOpen); only reports tell them apart.
+ * A -32602 whose `data.reason` is one of {@link InvokeErrorReason} (the service no longer has
+ * the interceptor; the service refused the batch the invocation travelled in) is nobody's
+ * input at fault, so `failed`. All three block the chain alike (fail-closed unless failOpen);
+ * only reports tell them apart.
  */
 import { setMaxListeners } from 'node:events';
 import { FleetError, JsonRpcCode, ProtocolError } from './errors.ts';
@@ -27,7 +30,7 @@ import type {
   InvokeParams,
   Phase,
 } from './types.ts';
-import { parseInvokeResult } from './wire.ts';
+import { InvokeErrorReason, parseInvokeResult } from './wire.ts';
 
 /** Options for one invocation. */
 export interface InvokeOptions {
@@ -59,7 +62,8 @@ export interface InvokeOptions {
 /**
  * Performs `interceptor/invoke`. Resolves with the raw result (parsed liberally by the
  * engine); rejects with a {@link ProtocolError} for a JSON-RPC error or any other error for
- * a transport failure.
+ * a transport failure. An invoker that sent the invocation in a batch and had the batch
+ * request refused as a whole rejects each item with what `batchItemError` makes of that error.
  */
 export interface Invoker {
   invoke(params: InvokeParams, options: InvokeOptions): Promise<unknown>;
@@ -137,8 +141,9 @@ export function planChain(
 
 /**
  * How one invocation turned out: what its result decided ({@link ResultOutcome}), or how it
- * failed: `failed` (crash, transport error, malformed result), `timeout`, or `rejected` (the
- * service refused the params with -32602: the caller's input, not the service, is at fault).
+ * failed: `failed` (crash, transport error, malformed result, and a -32602 that is no fault of
+ * the params: see {@link InvokeErrorReason}), `timeout`, or `rejected` (the service refused the
+ * params with -32602: the caller's input, not the service, is at fault).
  */
 export type InvocationOutcomeKind =
   | 'allowed'
@@ -477,11 +482,7 @@ export async function runChain(
       }
       const { reason, code } = failureReason(error);
       return {
-        outcome: fail(
-          reason,
-          code === undefined ? undefined : { code },
-          code === JsonRpcCode.INVALID_PARAMS ? 'rejected' : 'failed',
-        ),
+        outcome: fail(reason, code === undefined ? undefined : { code }, failureKind(error)),
         chainTimeout: false,
       };
     } finally {
@@ -657,6 +658,24 @@ function overloadedOutcome(interceptor: ChainInterceptor, phase: Phase): Invocat
   };
   if (interceptor.failOpen) outcome.failedOpen = true;
   return outcome;
+}
+
+/** The `data.reason`s of a -32602 that put the fault elsewhere than in the caller's params. */
+const NOT_THE_PARAMS: ReadonlySet<unknown> = new Set(Object.values(InvokeErrorReason));
+
+/**
+ * How an invocation that threw `error` failed, a timeout aside: `rejected` when the service
+ * answered -32602, refusing the params it was given; `failed` for anything else, and for a
+ * -32602 whose `data.reason` is one of {@link InvokeErrorReason}: a service that no longer has
+ * the interceptor (a registry older than the service's deployment) or refused the whole batch
+ * the invocation travelled in is no fault of the caller's params, and must count as a failure
+ * (alerts leave `rejected` out).
+ */
+function failureKind(error: unknown): 'failed' | 'rejected' {
+  if (!(error instanceof ProtocolError) || error.code !== JsonRpcCode.INVALID_PARAMS)
+    return 'failed';
+  const reason = (error.data as { reason?: unknown } | null | undefined)?.reason;
+  return NOT_THE_PARAMS.has(reason) ? 'failed' : 'rejected';
 }
 
 /** The interceptor's own host reported a timeout (-32603 with `data.reason: "timeout"`). */

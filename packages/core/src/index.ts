@@ -154,6 +154,7 @@ export type {
 } from './types.ts';
 export type { ExpectedResult, RejectedDescriptor } from './wire.ts';
 export {
+  batchItemError,
   CompatSchema,
   EventNameSchema,
   EventPatternSchema,
@@ -167,6 +168,7 @@ export {
   InterceptorResultSchema,
   InterceptorTypeSchema,
   InvocationContextSchema,
+  InvokeErrorReason,
   InvokeParamsSchema,
   interceptorCapability,
   ListInterceptorsParamsSchema,

@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  batchItemError,
   FleetError,
   InvokeParamsSchema,
+  ProtocolError,
   parseInterceptorInfo,
   parseInvokeResult,
   parseListResult,
@@ -154,5 +156,29 @@ describe('invoke params', () => {
       parseWire(InvokeParamsSchema, input, 'interceptor/invoke params'),
     );
     expect(error.issues.map((i) => i.path)).toContain(path);
+  });
+});
+
+describe('batchItemError', () => {
+  it("marks a -32602 answered to a whole batch as the batch refused, keeping the service's answer", () => {
+    const refusal = new ProtocolError(-32602, 'Invalid params: too many', { maxItems: 2 });
+    const item = batchItemError(refusal, 3);
+    expect(item).toBeInstanceOf(ProtocolError);
+    expect((item as ProtocolError).code).toBe(-32602);
+    expect((item as ProtocolError).message).toBe('Invalid params: too many');
+    expect((item as ProtocolError).data).toEqual({
+      reason: 'batch_refused',
+      items: 3,
+      error: { code: -32602, message: 'Invalid params: too many', data: { maxItems: 2 } },
+    });
+    expect((item as ProtocolError).cause).toBe(refusal);
+  });
+
+  it.each([
+    ['another JSON-RPC error', new ProtocolError(-32603, 'boom', { reason: 'timeout' })],
+    ['a transport failure', new FleetError('TRANSPORT_ERROR', 'unreachable')],
+    ['anything else', new Error('socket hang up')],
+  ])('passes %s on as it is', (_label, error) => {
+    expect(batchItemError(error, 2)).toBe(error);
   });
 });

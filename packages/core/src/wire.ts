@@ -5,7 +5,7 @@
  * and always return the canonical form.
  */
 import { z } from 'zod';
-import { type WireIssue, WireParseError } from './errors.ts';
+import { JsonRpcCode, ProtocolError, type WireIssue, WireParseError } from './errors.ts';
 import { isValidEventPattern } from './events.ts';
 
 /** The extension's identifier, used as the capability key. */
@@ -18,8 +18,9 @@ export const InterceptorMethod = {
   /**
    * A fleet extension, offered by services that declare {@link INVOKE_BATCH_CAPABILITY}:
    * `{invocations: InvokeParams[]}` → `{results: Array<{result} | {error}>}` in the same
-   * order, each invocation run as if sent alone. The gateway uses it only for audit-mode
-   * invocations, whose answers nobody waits on, to wake an observer once per batch.
+   * order, each invocation run as if sent alone. The gateway uses it for audit-mode
+   * invocations, whose answers nobody waits on, to wake an observer once per batch, and for
+   * coalesced active ones (`RunChainOptions.coalesce`).
    */
   INVOKE_BATCH: 'fleet/interceptor/invokeBatch',
 } as const;
@@ -29,6 +30,43 @@ export const INVOKE_BATCH_CAPABILITY = 'io.fleet/invokeBatch';
 
 /** Most invocations in one batch a kit service accepts. */
 export const MAX_INVOKE_BATCH = 256;
+
+/**
+ * `data.reason` values of `interceptor/invoke` errors that the gateway branches on (any other
+ * reason is there for people). Each marks a -32602 that is not the caller's doing: the chain
+ * counts such an invocation `failed`, not `rejected`.
+ */
+export const InvokeErrorReason = {
+  /**
+   * The service has no interceptor of that name (a kit service answers -32602 `{name,
+   * reason}`): whoever invoked it knows the service as it was before a redeployment.
+   */
+  UNKNOWN_INTERCEPTOR: 'unknown_interceptor',
+  /**
+   * The service refused, as a whole, the `fleet/interceptor/invokeBatch` request that carried
+   * the invocation. No service sends it: the invoker marks each item so ({@link batchItemError}).
+   */
+  BATCH_REFUSED: 'batch_refused',
+} as const;
+
+/**
+ * What each of the `items` invocations of one `fleet/interceptor/invokeBatch` request settles
+ * with when the service answered that request as a whole with `error` instead of item by item.
+ * A -32602 there refused the batch (its size, its shape), not any one invocation's params:
+ * each item gets a {@link ProtocolError} with the service's code and message, `data: {reason:
+ * "batch_refused", items, error}` (`error` the service's answer as sent, also the `cause`), which
+ * the chain counts `failed`. Any other error is returned as it is: it already counts as `failed`
+ * (or `timeout`) for every item.
+ */
+export function batchItemError(error: unknown, items: number): unknown {
+  if (!(error instanceof ProtocolError) || error.code !== JsonRpcCode.INVALID_PARAMS) return error;
+  return new ProtocolError(
+    error.code,
+    error.message,
+    { reason: InvokeErrorReason.BATCH_REFUSED, items, error: error.toJSON() },
+    { cause: error },
+  );
+}
 
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;

@@ -10,6 +10,7 @@ import {
   type InterceptorInfo,
   type InterceptorResult,
   type InvocationContext,
+  InvokeErrorReason,
   type InvokeParams,
   InvokeParamsSchema,
   JsonRpcCode,
@@ -274,7 +275,12 @@ export function createInterceptorHost(
       const params = parsed.data;
       const interceptor = byName.get(params.name);
       if (interceptor === undefined) {
-        throw invalidParams(`Unknown interceptor "${params.name}"`, { name: params.name });
+        // `reason` tells the caller its list of this service's interceptors is out of date
+        // (the service was redeployed without it), not that its params are at fault.
+        throw invalidParams(`Unknown interceptor "${params.name}"`, {
+          name: params.name,
+          reason: InvokeErrorReason.UNKNOWN_INTERCEPTOR,
+        });
       }
       const hooked = interceptor.info.hooks.some(
         (h) => h.phase === params.phase && matchesAnyEvent(h.events, params.event),

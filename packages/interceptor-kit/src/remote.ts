@@ -6,6 +6,7 @@
  * stateless), not only ones built with this kit.
  */
 import {
+  batchItemError,
   FleetError,
   INTERCEPTORS_EXTENSION,
   INVOKE_BATCH_CAPABILITY,
@@ -367,7 +368,10 @@ export function createRemoteService(options: RemoteServiceOptions): RemoteServic
           else p.reject(answer?.error);
         });
       } catch (error) {
-        for (const p of live) p.reject(error);
+        // An error answering the batch request as a whole is no answer of any one item's: a
+        // -32602 refused the batch, not the items' params (see batchItemError).
+        const itemError = batchItemError(error, live.length);
+        for (const p of live) p.reject(itemError);
       } finally {
         inFlight--;
       }

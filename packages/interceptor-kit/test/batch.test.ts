@@ -5,7 +5,16 @@
  * falls back to single invocations against a server that does not declare the capability.
  */
 import { request as httpRequest, type IncomingMessage, type RequestListener } from 'node:http';
-import { InterceptorMethod, type InvokeParams, MAX_INVOKE_BATCH, ProtocolError } from '@fleet/core';
+import {
+  InterceptorMethod,
+  type InvokeParams,
+  MAX_INVOKE_BATCH,
+  ProtocolError,
+  parseInterceptorInfo,
+  planChain,
+  resolveService,
+  runChain,
+} from '@fleet/core';
 import { describe, expect, it } from 'vitest';
 import {
   allow,
@@ -64,9 +73,11 @@ async function connectedService() {
 
 /**
  * An interceptor server from elsewhere: plain MCP over HTTP (JSON answers), the interceptors
- * extension but no batch capability; it counts the `interceptor/invoke` requests it answers.
+ * extension but no batch capability; it records the method of each message it gets. With
+ * `refuseBatches` it declares the batch capability but answers every batch request as a whole
+ * with -32602 (as a server with a smaller limit than it declares would).
  */
-async function foreignService() {
+async function foreignService({ refuseBatches = false } = {}) {
   const methods: string[] = [];
   const listener: RequestListener = (req, res) => {
     let text = '';
@@ -80,16 +91,26 @@ async function foreignService() {
         res.writeHead(202).end();
         return;
       }
+      const experimental: Record<string, unknown> = { 'io.modelcontextprotocol/interceptors': {} };
+      if (refuseBatches) experimental['io.fleet/invokeBatch'] = { maxItems: 8 };
       const result =
         message.method === 'initialize'
           ? {
               protocolVersion: '2025-11-25',
               serverInfo: { name: 'foreign', version: '1' },
-              capabilities: { experimental: { 'io.modelcontextprotocol/interceptors': {} } },
+              capabilities: { experimental },
             }
           : { valid: true };
+      const answer =
+        message.method === InterceptorMethod.INVOKE_BATCH
+          ? {
+              jsonrpc: '2.0',
+              id: message.id,
+              error: { code: -32602, message: 'Invalid params: too many invocations' },
+            }
+          : { jsonrpc: '2.0', id: message.id, result };
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      res.end(JSON.stringify(answer));
     });
   };
   const listening = await listen(listener, { service: 'foreign', announce: false });
@@ -139,7 +160,9 @@ describe('fleet/interceptor/invokeBatch', () => {
     const { results } = (reply.json as { result: { results: unknown[] } }).result;
     expect(results).toHaveLength(3);
     expect(results[0]).toMatchObject({ result: { valid: true } });
-    expect(results[1]).toMatchObject({ error: { code: -32602 } });
+    expect(results[1]).toMatchObject({
+      error: { code: -32602, data: { name: 'missing', reason: 'unknown_interceptor' } },
+    });
     expect(results[2]).toMatchObject({ result: { valid: false } });
   });
 
@@ -282,5 +305,58 @@ describe('fleet/interceptor/invokeBatch', () => {
       InterceptorMethod.INVOKE,
     ]);
     for (const r of results) expect(r).toMatchObject({ valid: true });
+  });
+
+  it('fails every invocation of a batch the service refused as a whole with -32602, never rejected', async () => {
+    const { url, methods } = await foreignService({ refuseBatches: true });
+    const service = createRemoteService({ url });
+    defer(() => service.close());
+    expect((await service.connect()).invokeBatchLimit).toBe(8);
+    // Three chains of one validator of that service, coalesced: one batch request.
+    const [validator] = resolveService(
+      'foreign',
+      [
+        parseInterceptorInfo({
+          name: 'observer',
+          type: 'validation',
+          hooks: [{ events: ['tools/call'], phase: 'request' }],
+        }),
+      ],
+      service,
+    );
+    if (!validator) throw new Error('no interceptor resolved');
+    const plan = planChain([validator], 'tools/call', 'request');
+    methods.length = 0;
+    const results = await Promise.all(
+      ['a', 'b', 'c'].map((text) =>
+        runChain(plan, { payload: { name: 'echo', arguments: { text } } }, { coalesce: true }),
+      ),
+    );
+    expect(methods).toEqual([InterceptorMethod.INVOKE_BATCH]);
+    for (const result of results) {
+      expect(result.status).toBe('validation_failed');
+      expect(result.results).toEqual([
+        expect.objectContaining({
+          interceptor: 'observer',
+          outcome: 'failed',
+          error: { reason: 'batch_refused', code: -32602 },
+        }),
+      ]);
+    }
+    // What each item was rejected with says so, and carries the service's answer.
+    const error = await Promise.all(
+      ['a', 'b'].map((t) =>
+        service.invoke(params('observer', t), {
+          signal: AbortSignal.timeout(5_000),
+          batchable: true,
+        }),
+      ),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as ProtocolError).data).toEqual({
+      reason: 'batch_refused',
+      items: 2,
+      error: { code: -32602, message: 'Invalid params: too many invocations' },
+    });
   });
 });

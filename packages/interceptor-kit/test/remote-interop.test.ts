@@ -214,7 +214,7 @@ describe('remote client against a stock stateful SDK server', () => {
     expect(error).toBeInstanceOf(ProtocolError);
     expect([(error as ProtocolError).code, (error as ProtocolError).data]).toEqual([
       -32602,
-      { name: 'missing' },
+      { name: 'missing', reason: 'unknown_interceptor' },
     ]);
     const denied = await bad.connect().catch((e: unknown) => e);
     expect((denied as FleetError).code).toBe('UNAUTHORIZED');

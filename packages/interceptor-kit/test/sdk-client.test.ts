@@ -208,7 +208,7 @@ describe('kit server with a stock MCP SDK client over Streamable HTTP', () => {
     });
   });
 
-  it('answers an unknown name with -32602 and data.name', async () => {
+  it('answers an unknown name with -32602, data.name and data.reason "unknown_interceptor"', async () => {
     const { url } = await serveInterceptors(interceptors);
     const client = await sdkClient(url);
     const error = await rpcError(
@@ -221,7 +221,8 @@ describe('kit server with a stock MCP SDK client over Streamable HTTP', () => {
       ),
     );
     expect(error.code).toBe(-32602);
-    expect(error.data).toEqual({ name: 'ghost' });
+    // The reason tells a gateway its registry is out of date, not that the params are bad.
+    expect(error.data).toEqual({ name: 'ghost', reason: 'unknown_interceptor' });
   });
 
   it('answers a hook the interceptor does not advertise with -32602', async () => {
@@ -343,6 +344,9 @@ describe('kit server over stdio with a stock MCP SDK client', () => {
         AnyResult,
       ),
     );
-    expect([error.code, error.data]).toEqual([-32602, { name: 'nope' }]);
+    expect([error.code, error.data]).toEqual([
+      -32602,
+      { name: 'nope', reason: 'unknown_interceptor' },
+    ]);
   });
 });
