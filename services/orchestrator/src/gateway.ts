@@ -16,6 +16,7 @@ import {
   type InFlightLimit,
   type InvocationContext,
   type InvocationOutcome,
+  InvokeErrorReason,
   JsonRpcCode,
   type LoggingLevel,
   moreVerbose,
@@ -646,6 +647,10 @@ export class Gateway {
       open?.settle(o);
       telemetry.recordInvocation(o);
       if (o.error?.reason === AUDIT_OVERLOADED && o.mode === 'audit') this.#skippedAudit(o);
+      // The service was redeployed without an interceptor the registry lists: follow it now
+      // rather than at the next health check (in the background, once per burst).
+      else if (o.error?.reason === InvokeErrorReason.UNKNOWN_INTERCEPTOR)
+        registry.rediscoverSoon(o.serviceId);
     };
     const result = await runChain(
       plan,

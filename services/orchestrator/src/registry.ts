@@ -123,6 +123,10 @@ interface Entry {
   registration?: string;
   /** Whether the service answered the `interceptor/invoke` probe (asked once per entry). */
   servesInvoke?: boolean;
+  /** An early rediscovery ({@link Registry.rediscoverSoon}) is in flight. */
+  rediscovering?: boolean;
+  /** When the last early rediscovery started (`performance.now()`). */
+  rediscoveredAt?: number;
 }
 
 interface Persisted {
@@ -177,6 +181,13 @@ export function serviceIdOf(raw: string): string {
 }
 
 const MAX_PLANS = 1024;
+
+/**
+ * Least time between two early rediscoveries of one service ({@link Registry.rediscoverSoon}):
+ * a service that keeps refusing an interceptor it still lists must not be asked for its list
+ * on every call.
+ */
+const REDISCOVER_MIN_GAP_MS = 1000;
 
 /** Make `close` idempotent and quiet: a replaced service may be closed from two paths. */
 function closeOnce(remote: RemoteService): RemoteService {
@@ -709,11 +720,49 @@ export class Registry {
     const { redis } = this.#options;
     let changed = redis ? await this.#loadAllPersisted(redis) : false;
     for (const entry of this.#entries.values()) {
-      const before = JSON.stringify([entry.status, entry.interceptors]);
-      await this.#discover(entry);
-      if (JSON.stringify([entry.status, entry.interceptors]) !== before) changed = true;
+      if (await this.#rediscover(entry)) changed = true;
     }
     if (changed) this.#rebuild();
+  }
+
+  /** Discover `entry` again; true when its status or its interceptors changed. */
+  async #rediscover(entry: Entry): Promise<boolean> {
+    const before = JSON.stringify([entry.status, entry.interceptors]);
+    await this.#discover(entry);
+    return JSON.stringify([entry.status, entry.interceptors]) !== before;
+  }
+
+  /**
+   * Discover service `id` again without waiting for the next health check, in the background:
+   * an invocation found it without an interceptor the chain still lists (the service was
+   * redeployed without it), and every call that reaches that interceptor fails until the chain
+   * follows the service. At most one such discovery per service is in flight and none starts
+   * within {@link REDISCOVER_MIN_GAP_MS} of the previous one, so a burst of failing calls
+   * makes one; the caller never waits for it. Unknown ids are ignored.
+   */
+  rediscoverSoon(id: string): void {
+    const entry = this.#entries.get(id);
+    if (entry === undefined || entry.rediscovering) return;
+    const now = performance.now();
+    if (entry.rediscoveredAt !== undefined && now - entry.rediscoveredAt < REDISCOVER_MIN_GAP_MS)
+      return;
+    entry.rediscovering = true;
+    entry.rediscoveredAt = now;
+    this.#options.log.warn(
+      { service: id, url: entry.url },
+      'an interceptor service no longer has an interceptor the chain lists; rediscovering it now',
+    );
+    void this.#rediscover(entry)
+      .then((changed) => {
+        // A replaced or removed entry is no longer in force: its news changes nothing.
+        if (changed && this.#entries.get(id) === entry) this.#rebuild();
+      })
+      .catch((error: unknown) => {
+        this.#options.log.warn({ service: id, err: String(error) }, 'rediscovery failed');
+      })
+      .finally(() => {
+        entry.rediscovering = false;
+      });
   }
 
   /** Stop background work and close every connection. */

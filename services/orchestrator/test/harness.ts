@@ -73,6 +73,8 @@ export interface StartGatewayOptions {
   onAdminAction?: (action: AdminAction) => void;
   /** The orchestrator's logger (default: silent). */
   log?: Logger;
+  /** `registry.healthIntervalMs` (default 200: tests see registry changes at once). */
+  healthIntervalMs?: number;
 }
 
 /** A logger that keeps its warnings. */
@@ -94,7 +96,7 @@ export async function startGateway(
 ): Promise<TestGateway> {
   const prefix = options.prefix ?? `test-${randomUUID()}`;
   const config = parseConfig(
-    `${configText}\nregistry: {prefix: ${prefix}, healthIntervalMs: 200}\n`,
+    `${configText}\nregistry: {prefix: ${prefix}, healthIntervalMs: ${options.healthIntervalMs ?? 200}}\n`,
   );
   const useRedis = options.redis ?? true;
   const connect = () => {
@@ -145,14 +147,17 @@ export async function startGateway(
   };
 }
 
-/** Serve kit interceptors on a free loopback port; returns the `/mcp` URL and a stop function. */
+/**
+ * Serve kit interceptors on a loopback port (`port`, default a free one, e.g. the port of a
+ * stopped service to restart it); returns the `/mcp` URL and a stop function.
+ */
 export async function serveInterceptors(
   interceptors: Interceptor[],
-  options: Partial<InterceptorHttpOptions> = {},
-): Promise<{ url: string; stop: () => Promise<void>; posts: () => number }> {
+  { port = 0, ...options }: Partial<InterceptorHttpOptions> & { port?: number } = {},
+): Promise<{ url: string; port: number; stop: () => Promise<void>; posts: () => number }> {
   const host = createInterceptorHost(interceptors);
   const { listener } = createInterceptorHttpApp(host, { name: 'test-interceptors', ...options });
-  const listening = await listen(listener, { service: 'test', announce: false });
+  const listening = await listen(listener, { service: 'test', announce: false, port });
   let posts = 0;
   listening.server.on('request', (req: { method?: string }) => {
     if (req.method === 'POST') posts++;
@@ -165,7 +170,7 @@ export async function serveInterceptors(
     await listening.close(0);
   };
   defer(stop);
-  return { url: `${listening.url}/mcp`, stop, posts: () => posts };
+  return { url: `${listening.url}/mcp`, port: listening.port, stop, posts: () => posts };
 }
 
 /**

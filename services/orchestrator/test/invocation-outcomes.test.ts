@@ -147,6 +147,127 @@ describe('an interceptor answering -32602', () => {
   });
 });
 
+/** A validator on tools/call requests that allows everything. */
+const allowing = (name: string) =>
+  defineValidator({
+    name,
+    hooks: [{ events: ['tools/call'], phase: 'request' }],
+    handler: () => allow(),
+  });
+
+/**
+ * A gateway in front of a fixture backend and a kit service of the validators `kept` and
+ * `dropped`, then that service redeployed on its address without `dropped`. The registry's
+ * health check is a minute away: only an early rediscovery can make the chain follow in time.
+ */
+async function gatewayWithRedeployedService(kept: string, dropped: string) {
+  const backend = await startHttpBackend({ name: 'fx' });
+  defer(() => backend.close());
+  const first = await serveInterceptors([allowing(kept), allowing(dropped)]);
+  const log = recordingLogger();
+  const gateway = await startGateway(
+    `backends:\n  - {id: fx, url: "${backend.url}"}\ninterceptors:\n  - url: "${first.url}"\n`,
+    { redis: false, log, healthIntervalMs: 60_000 },
+  );
+  const chain = async () => {
+    const res = await fetch(`${gateway.base}/admin/chain?event=tools/call&phase=request`);
+    const body = (await res.json()) as { stages: Array<{ interceptors: Array<{ name: string }> }> };
+    return body.stages.flatMap((stage) => stage.interceptors.map((i) => i.name)).sort();
+  };
+  expect(await chain()).toEqual([dropped, kept].sort());
+  const client = await connectClient(gateway.mcpUrl);
+  const call = () => client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+  expect((await call()).isError).toBeFalsy();
+  await first.stop();
+  await serveInterceptors([allowing(kept)], { port: first.port });
+  const rediscoveries = () =>
+    log.warnings.filter((w) => /rediscovering it now/.test(String(w.msg))).length;
+  return { chain, call, rediscoveries };
+}
+
+describe('an interceptor its service no longer has (redeployed without it)', () => {
+  it('fails the call closed, counts the invocation failed (not rejected), and rediscovers the service before its health check', async () => {
+    const { chain, call, rediscoveries } = await gatewayWithRedeployedService(
+      'redeploy-kept',
+      'redeploy-dropped',
+    );
+    // The registry still lists it: the chain invokes it and the service answers -32602
+    // {name, reason: "unknown_interceptor"}.
+    expect(await chain()).toEqual(['redeploy-dropped', 'redeploy-kept']);
+    const before = invocationCounts(await pipeline.scrape(), 'redeploy-dropped');
+
+    const error = await call().then(
+      () => undefined,
+      (e: unknown) => e as McpError,
+    );
+    // Fail-closed: -32603 naming the interceptor, and why.
+    expect(error?.code).toBe(-32603);
+    expect(error?.data).toEqual({
+      failedInterceptor: 'redeploy-dropped',
+      reason: 'unknown_interceptor',
+      phase: 'request',
+    });
+
+    // Counted failed, so FleetInterceptorInvocationsFailing and FleetChainRefusingRequests see it.
+    const after = invocationCounts(await pipeline.scrape(), 'redeploy-dropped');
+    const grew = (outcome: string) => (after[outcome] ?? 0) - (before[outcome] ?? 0);
+    expect(grew('failed')).toBe(1);
+    expect(grew('rejected')).toBe(0);
+
+    // The invocation span: outcome failed, the code as its error type, status ERROR.
+    await pipeline.telemetry.forceFlush();
+    const failedSpans = (all: Parameters<typeof invocationSpans>[0]) =>
+      invocationSpans(all, 'redeploy-dropped').filter(
+        (s) => s.attributes['fleet.interceptor.outcome'] === 'failed',
+      );
+    const spans = await pipeline.receiver.waitFor((all) => failedSpans(all).length > 0, 10_000);
+    const [span] = failedSpans(spans);
+    expect(span?.attributes['error.type']).toBe('-32602');
+    expect(span?.status.code).toBe(2);
+    expect(span?.status.message).toBe('unknown_interceptor');
+
+    // The registry follows the service well before its health check (a minute away).
+    await waitFor(
+      async () => (await chain()).length === 1,
+      3000,
+      'the chain without redeploy-dropped',
+    );
+    expect(await chain()).toEqual(['redeploy-kept']);
+    expect(rediscoveries()).toBe(1);
+    expect((await call()).isError).toBeFalsy();
+  });
+
+  it('rediscovers the service once for a burst of calls that fail this way', async () => {
+    const { chain, call, rediscoveries } = await gatewayWithRedeployedService(
+      'burst-kept',
+      'burst-dropped',
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        call().then(
+          () => 'ok',
+          (e: unknown) => (e as McpError).data,
+        ),
+      ),
+    );
+    // Those that ran before the chain was rebuilt failed closed; none waited for the rebuild.
+    const failures = answers.filter((a) => a !== 'ok');
+    expect(failures.length).toBeGreaterThan(0);
+    for (const data of failures)
+      expect(data).toEqual({
+        failedInterceptor: 'burst-dropped',
+        reason: 'unknown_interceptor',
+        phase: 'request',
+      });
+    await waitFor(
+      async () => (await chain()).length === 1,
+      3000,
+      'the chain without burst-dropped',
+    );
+    expect(rediscoveries()).toBe(1);
+  });
+});
+
 describe('chain.maxAuditInFlight', () => {
   it('defaults to 1000 and must be a positive integer', () => {
     expect(parseConfig('{}').chain.maxAuditInFlight).toBe(1000);
