@@ -179,6 +179,24 @@ describe('monitoring.prometheusRule', () => {
     }
   });
 
+  it("counts the gateway's errors, not those answering the client's own input (-32600, -32601, -32602), over all its requests", () => {
+    const rule = ruleNamed(rendered('enabled'), 'FleetGatewayErrorRatioHigh');
+    const [errors, all, ...more] = analyzePromql(rule?.expr ?? '').selectors;
+    const own = (selector: typeof errors) =>
+      selector?.matchers.filter((m) => m.label !== 'namespace' && m.label !== 'job');
+    expect(more).toEqual([]);
+    // The numerator: error answers, save the client-input ones.
+    expect(errors?.metric).toBe('fleet_request_duration_count');
+    expect(own(errors)).toEqual([
+      { label: 'fleet_request_status', op: '=', value: 'error' },
+      { label: 'error_type', op: '!~', value: '-32600|-32601|-32602' },
+    ]);
+    // The denominator: every request, the client-input errors included.
+    expect(all?.metric).toBe('fleet_request_duration_count');
+    expect(own(all)).toEqual([]);
+    expect(rule?.annotations.description).toMatch(/-32600.*-32601.*-32602/);
+  });
+
   it("counts an interceptor's failed and timed-out invocations as failing, not rejected ones (-32602: the caller's params)", () => {
     const rule = ruleNamed(rendered('enabled'), 'FleetInterceptorInvocationsFailing');
     const outcomes = analyzePromql(rule?.expr ?? '')
