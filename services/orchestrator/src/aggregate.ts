@@ -3,6 +3,7 @@
  * and URIs routed back by the longest matching prefix (and stripped), pagination cursors
  * that walk across backends.
  */
+import { createHash } from 'node:crypto';
 import { JsonRpcCode, ProtocolError } from '@fleet/core';
 import type { Result } from '@modelcontextprotocol/sdk/types.js';
 import type { Backend } from './backends.ts';
@@ -17,6 +18,42 @@ export const LIST_METHODS = {
 
 /** A list method. */
 export type ListMethod = keyof typeof LIST_METHODS;
+
+/** A list a backend adds items to, with its `notifications/<kind>/list_changed`. */
+export type ListKind = (typeof LIST_METHODS)[ListMethod]['capability'];
+
+/** The methods that list `kind` (resources: resources and their templates). */
+export function listMethodsOf(kind: ListKind): ListMethod[] {
+  return (Object.keys(LIST_METHODS) as ListMethod[]).filter(
+    (method) => LIST_METHODS[method].capability === kind,
+  );
+}
+
+/**
+ * A digest of the items one backend adds to a list, per list method: equal digests, equal
+ * lists. Items compare as canonical JSON (object keys sorted) and in any order, so a backend
+ * that lists the same items in another order or spells an object's keys in another order
+ * has not changed its list.
+ */
+export function listDigest(items: Partial<Record<ListMethod, readonly unknown[]>>): string {
+  const hash = createHash('sha256');
+  for (const method of (Object.keys(items) as ListMethod[]).sort()) {
+    hash.update(`${method}\n`);
+    for (const item of (items[method] ?? []).map(canonicalJson).sort()) hash.update(`${item}\n`);
+  }
+  return hash.digest('base64url');
+}
+
+/** JSON with every object's keys sorted (JSON itself escapes newlines in strings). */
+function canonicalJson(value: unknown): string {
+  return (
+    JSON.stringify(value, (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+    ) ?? 'null'
+  );
+}
 
 /** True for the list methods that merge across backends. */
 export function isListMethod(method: string): method is ListMethod {

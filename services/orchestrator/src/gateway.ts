@@ -54,7 +54,16 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { BackendRouter, isListMethod } from './aggregate.ts';
+import {
+  BackendRouter,
+  isListMethod,
+  LIST_METHODS,
+  type ListKind,
+  type ListMethod,
+  listDigest,
+  listMethodsOf,
+  prefixItem,
+} from './aggregate.ts';
 import { AuditBatcher } from './audit-batch.ts';
 import type { Backend, ServerToClientRequest } from './backends.ts';
 import type { OrchestratorConfig } from './config.ts';
@@ -170,12 +179,34 @@ interface ToolSchemaCache {
   generation: number;
   /** The full listing in progress, shared by the calls that missed. */
   loading?: Promise<void> | undefined;
+  /**
+   * Set while the lists of a new connection that replaced a lost one are compared with those
+   * of the old: the cache holds the old connection's tools until then, so calls wait.
+   */
+  confirming?: Promise<void> | undefined;
+}
+
+/** What the gateway last read of one of a backend's lists. */
+interface KnownList {
+  /**
+   * {@link listDigest} of the items sessions get from it, as last read on its connection;
+   * undefined when not known (never read, or sessions may hold something else since).
+   */
+  digest: string | undefined;
+  /**
+   * Bumped by every new connection, the backend's own `list_changed` and a session's failed
+   * listing: a reading started before is not recorded.
+   */
+  generation: number;
 }
 
 const noop = (): void => {};
 
 /** The lists a backend adds items to, each with its `notifications/<kind>/list_changed`. */
-const LISTS = ['tools', 'prompts', 'resources'] as const;
+const LISTS: readonly ListKind[] = ['tools', 'prompts', 'resources'];
+
+/** Most pages of one list the gateway reads from a backend for itself. */
+const MAX_LIST_PAGES = 1000;
 
 /** The field naming the target of a routed method. */
 const ROUTED: Record<string, 'name' | 'uri'> = {
@@ -229,6 +260,8 @@ export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #inFlight = new Map<Backend, InFlight[]>();
   readonly #toolSchemas = new Map<Backend, ToolSchemaCache>();
+  /** Per backend, what the gateway last read of each of its lists. */
+  readonly #known = new Map<Backend, Record<ListKind, KnownList>>();
   readonly #validators: SchemaValidators;
   /** The operator's view of the tools (allow-list, renames, descriptions). */
   readonly #tools: ToolView;
@@ -582,6 +615,7 @@ export class Gateway {
    */
   async #toolOf(backend: Backend, name: string): Promise<ToolInfo | undefined> {
     const cache = this.#toolCache(backend);
+    if (cache.confirming) await cache.confirming;
     if (cache.schemas.has(name) || cache.rejected.has(name) || cache.complete)
       return cache.schemas.get(name);
     if (!cache.loading) {
@@ -596,26 +630,128 @@ export class Gateway {
 
   async #loadTools(backend: Backend, cache: ToolSchemaCache): Promise<void> {
     const generation = cache.generation;
+    // A backend without tools/list has no schemas to check against; any other failure fails
+    // the call (closed) rather than letting unchecked arguments through.
+    const complete = await this.#eachPage(backend, 'tools/list', (tools) => {
+      this.#ingestTools(backend, tools, generation);
+    });
+    if (cache.generation === generation) cache.complete = complete;
+  }
+
+  /**
+   * Read every page of `method` at `backend` for the gateway itself, handing each page's
+   * items to `take`; a backend without the method lists nothing. Resolves false when it has
+   * more than {@link MAX_LIST_PAGES} pages (the rest are not read).
+   * @throws {ProtocolError} the backend's failure (any but -32601).
+   */
+  async #eachPage(
+    backend: Backend,
+    method: ListMethod,
+    take: (items: unknown) => void,
+  ): Promise<boolean> {
     let cursor: string | undefined;
     try {
-      for (let pages = 0; pages < 1000; pages++) {
-        const page = await backend.request(
-          'tools/list',
-          cursor === undefined ? undefined : { cursor },
-          { idempotent: true },
-        );
-        this.#ingestTools(backend, page.tools, generation);
+      for (let pages = 0; pages < MAX_LIST_PAGES; pages++) {
+        const page = await backend.request(method, cursor === undefined ? undefined : { cursor }, {
+          idempotent: true,
+        });
+        take(page[LIST_METHODS[method].items]);
         cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-        if (cursor === undefined) break;
+        if (cursor === undefined) return true;
       }
+      return false;
     } catch (error) {
-      // A backend without tools/list has no schemas to check against; any other failure
-      // fails the call (closed) rather than letting unchecked arguments through.
       if ((error as { code?: unknown }).code !== JsonRpcCode.METHOD_NOT_FOUND) throw error;
-      cursor = undefined;
+      return true;
     }
-    if (cache.generation !== generation) return;
-    cache.complete = cursor === undefined;
+  }
+
+  /**
+   * The {@link listDigest} of what sessions get of `kind` from `backend` on its connection:
+   * every page of its list methods, prefixed, without the tools the gateway does not offer
+   * (invalid `x-mcp-header` annotations) and through the operator's tool view. Nothing when
+   * the backend does not serve `kind`; undefined when a list has too many pages to read.
+   * @throws {ProtocolError} a listing failed.
+   */
+  async #readDigest(backend: Backend, kind: ListKind): Promise<string | undefined> {
+    const items: Partial<Record<ListMethod, unknown[]>> = {};
+    if (backend.capabilities?.[kind] === undefined) return listDigest(items);
+    for (const method of listMethodsOf(kind)) {
+      let list: unknown[] = [];
+      const complete = await this.#eachPage(backend, method, (page) => {
+        if (Array.isArray(page))
+          for (const item of page)
+            list.push(prefixItem(method, item as Record<string, unknown>, backend.prefix));
+      });
+      if (!complete) return undefined;
+      if (method === 'tools/list')
+        list = this.#tools.applyToList({
+          tools: list.filter(
+            (tool) => paramHeadersOf((tool as { inputSchema?: unknown } | null)?.inputSchema).ok,
+          ),
+        }).tools;
+      items[method] = list;
+    }
+    return listDigest(items);
+  }
+
+  #knownList(backend: Backend, kind: ListKind): KnownList {
+    let known = this.#known.get(backend);
+    if (!known) {
+      known = {
+        tools: { digest: undefined, generation: 0 },
+        prompts: { digest: undefined, generation: 0 },
+        resources: { digest: undefined, generation: 0 },
+      };
+      this.#known.set(backend, known);
+    }
+    return known[kind];
+  }
+
+  /**
+   * Sessions may now hold another `kind` list of `backend` than the gateway last read (the
+   * backend said it changed, or a session's listing of it failed): the next connection's is
+   * not compared with it, and a reading under way is not recorded.
+   */
+  #forgetList(backend: Backend, kind: ListKind): void {
+    const known = this.#knownList(backend, kind);
+    known.digest = undefined;
+    known.generation += 1;
+  }
+
+  /**
+   * Read what sessions get of `kind` from `backend`'s connection, which has just been made,
+   * and record it. On a connection that replaced a lost one (`again`), sessions are told the
+   * list changed when it differs from what the old connection gave, when that is not known,
+   * when the reading fails, or when another connection or change came meanwhile (never a
+   * change lost); the tools' cached schemas are then dropped. Resolves true when sessions
+   * were told; never rejects.
+   */
+  async #checkList(backend: Backend, kind: ListKind, again: boolean): Promise<boolean> {
+    const known = this.#knownList(backend, kind);
+    const generation = known.generation;
+    let digest: string | undefined;
+    try {
+      digest = await this.#readDigest(backend, kind);
+    } catch (error) {
+      this.#deps.log.warn(
+        { backend: backend.id, list: kind, err: String(error) },
+        'reading a backend list after connecting failed',
+      );
+    }
+    const current = known.generation === generation;
+    const changed = !current || digest === undefined || digest !== known.digest;
+    if (current) known.digest = digest;
+    if (!again || !changed) return false;
+    if (kind === 'tools') this.#forgetTools(backend);
+    this.#notifyListChanged(kind);
+    return true;
+  }
+
+  /** Tell every session its `kind` list changed. */
+  #notifyListChanged(kind: ListKind): void {
+    const notification: Notification = { method: `notifications/${kind}/list_changed` };
+    for (const session of this.sessions) void notify(session, notification);
   }
 
   async #runPhase(
@@ -723,7 +859,15 @@ export class Gateway {
     if (isListMethod(method)) {
       const page = await this.router.list(method, params, async (backend, p) => {
         const generation = this.#toolCache(backend).generation;
-        const answer = await this.#call(session, backend, method, p, extra, scope);
+        const answer = await this.#call(session, backend, method, p, extra, scope).catch(
+          (error: unknown) => {
+            // This session's list now lacks the backend's items (the router passes over it):
+            // its next connection must not be found unchanged.
+            if ((error as { code?: unknown }).code !== JsonRpcCode.METHOD_NOT_FOUND)
+              this.#forgetList(backend, LIST_METHODS[method].capability);
+            throw error;
+          },
+        );
         // Every tools/list page feeds the schema cache before the response chain filters it,
         // and loses the tools whose x-mcp-header annotations are invalid.
         if (method !== 'tools/list' || !Array.isArray(answer.tools)) return answer;
@@ -1095,25 +1239,34 @@ export class Gateway {
   }
 
   /**
-   * `backend` is connected. Sessions that started before (it came up late, or came back) may
-   * hold lists without its items or stale ones: each is told its tools, prompts and resources
-   * changed (those a session's server declared `listChanged` for). When the connection
-   * replaces a lost one, which took along what the backend held for every session, the
-   * resource subscriptions sessions still hold there are made again (one at a time, in turn
-   * with the sessions' own subscribes and unsubscribes) and the log level is asked for again;
-   * its cached tool schemas are dropped.
+   * `backend` is connected, and its tools, prompts and resources are read (every page) to know
+   * what sessions get from it. On its first connection, sessions that started before (it came
+   * up late) hold lists without its items: each is told its tools, prompts and resources
+   * changed (those the backend serves). A connection that replaces a lost one (it came back)
+   * is compared with the old one: sessions are told only of the lists that differ (see
+   * {@link #checkList}), and the tools' cached schemas, which calls wait on until then, are
+   * dropped only when the tools differ. That connection also lost what the backend held for
+   * every session: the resource subscriptions sessions still hold there are made again (one
+   * at a time, in turn with the sessions' own subscribes and unsubscribes) and the log level
+   * is asked for again.
    */
   onBackendConnected(backend: Backend, again: boolean): void {
     const caps = backend.capabilities;
-    if (caps !== undefined && this.sessions.size > 0) {
-      const changed = LISTS.filter((kind) => caps[kind] !== undefined).map(
-        (kind) => ({ method: `notifications/${kind}/list_changed` }) as Notification,
-      );
-      for (const session of this.sessions)
-        for (const notification of changed) void notify(session, notification);
-    }
+    if (!again && caps !== undefined && this.sessions.size > 0)
+      for (const kind of LISTS) if (caps[kind] !== undefined) this.#notifyListChanged(kind);
+    // Readings of an older connection still under way are not recorded.
+    for (const kind of LISTS) this.#knownList(backend, kind).generation += 1;
+    const checks = Promise.all(LISTS.map((kind) => this.#checkList(backend, kind, again)));
     if (!again) return;
-    this.#forgetTools(backend);
+    const cache = this.#toolCache(backend);
+    const confirming = checks.then((told) => {
+      if (cache.confirming === confirming) cache.confirming = undefined;
+      this.#deps.log.info(
+        { backend: backend.id, changed: LISTS.filter((_kind, i) => told[i]) },
+        'backend lists compared with those of the lost connection',
+      );
+    });
+    cache.confirming = confirming;
     // The URIs sessions hold there, with their names at the backend (routes never change).
     const held: Array<[uri: string, name: string]> = [];
     for (const uri of this.#subscribers.keys()) {
@@ -1145,7 +1298,13 @@ export class Gateway {
     const params = withoutReservedMeta(received.params as Record<string, unknown> | undefined);
     const notification: Notification =
       params === received.params ? received : { method: received.method, params };
-    if (notification.method === 'notifications/tools/list_changed') this.#forgetTools(backend);
+    for (const kind of LISTS)
+      if (notification.method === `notifications/${kind}/list_changed`) {
+        // Relayed below. What the gateway read before is stale: a later connection is not
+        // compared with it (sessions are told).
+        this.#forgetList(backend, kind);
+        if (kind === 'tools') this.#forgetTools(backend);
+      }
     if (notification.method === 'notifications/resources/updated') {
       const uri = `${backend.prefix}${String(params?.uri)}`;
       if (!this.#subscribers.has(uri)) return;

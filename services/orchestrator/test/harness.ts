@@ -1,7 +1,7 @@
 /** Test harness: a real orchestrator on 127.0.0.1:0 with real Redis, real clients, cleanup. */
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -77,16 +77,27 @@ export interface StartGatewayOptions {
   healthIntervalMs?: number;
 }
 
-/** A logger that keeps its warnings. */
-export function recordingLogger(): Logger & { warnings: Array<{ obj: unknown; msg: unknown }> } {
-  const warnings: Array<{ obj: unknown; msg: unknown }> = [];
+/** One line a {@link recordingLogger} kept. */
+export interface LoggedLine {
+  obj: unknown;
+  msg: unknown;
+}
+
+/** A logger that keeps its warnings and its info lines. */
+export function recordingLogger(): Logger & { warnings: LoggedLine[]; infos: LoggedLine[] } {
+  const warnings: LoggedLine[] = [];
+  const infos: LoggedLine[] = [];
   return {
     ...silentLogger,
     warn: (obj: unknown, msg?: unknown) => {
       warnings.push({ obj, msg });
     },
+    info: (obj: unknown, msg?: unknown) => {
+      infos.push({ obj, msg });
+    },
     warnings,
-  } as Logger & { warnings: typeof warnings };
+    infos,
+  } as Logger & { warnings: LoggedLine[]; infos: LoggedLine[] };
 }
 
 /** Start an orchestrator with `configText` (YAML) on a free loopback port. */
@@ -314,4 +325,33 @@ export async function startAuditQueue(): Promise<TestAuditQueue> {
       }
     },
   };
+}
+
+/** Pids of this process's children whose command line contains every one of `needles`. */
+export function childrenMatching(needles: string[]): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!needles.every((n) => cmdline.some((arg) => arg.includes(n)))) continue;
+      // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may contain spaces, so split after ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid) pids.push(Number(entry));
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  return pids;
+}
+
+/** True while a process `pid` exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

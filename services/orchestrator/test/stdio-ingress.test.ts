@@ -16,19 +16,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { defer, serveInterceptors, textOf, waitFor } from './harness.ts';
+import { alive, defer, serveInterceptors, textOf, waitFor } from './harness.ts';
 import { SESSION_INIT } from './raw-http.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A backend, a recording interceptor service and a config file naming both. */
 async function stdioFleet(extraConfig = '') {

@@ -4,39 +4,18 @@
  * and calls succeed again.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { stdioBackendCommand } from '@fleet/test-fixtures';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
-
-/** Pids of this process's children whose command line contains every one of `needles`. */
-function childrenMatching(needles: string[]): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (!needles.every((n) => cmdline.some((arg) => arg.includes(n)))) continue;
-      // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may contain spaces, so split after ')'.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid) pids.push(Number(entry));
-    } catch {
-      // the process went away while we looked
-    }
-  }
-  return pids;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import {
+  alive,
+  childrenMatching,
+  connectClient,
+  defer,
+  startGateway,
+  textOf,
+  waitFor,
+} from './harness.ts';
 
 describe('stdio backend supervision', () => {
   it('fails the call in flight when the child dies, restarts the child, and serves again', async () => {
