@@ -57,6 +57,7 @@ import { BackendRouter, isListMethod } from './aggregate.ts';
 import { AuditBatcher } from './audit-batch.ts';
 import type { Backend, ServerToClientRequest } from './backends.ts';
 import type { OrchestratorConfig } from './config.ts';
+import { fairnessKeyOf } from './fair-gate.ts';
 import { type Logger, logThrottle } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
@@ -1066,6 +1067,8 @@ export class Gateway {
         idempotent: IDEMPOTENT.has(method),
         headers,
         trace: callTrace,
+        // A saturated backend serves its waiting calls per principal in turn.
+        fairness: fairnessKeyOf(principalOf(extra, session), session.id),
       });
       // A backend's reserved _meta keys never reach the client as the gateway's word.
       return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));
