@@ -132,7 +132,7 @@ interface DirectCall {
 }
 
 /** What an aborted call rejects with (as the SDK's protocol does). */
-function cancelledError(reason: unknown): McpError {
+export function cancelledError(reason: unknown): McpError {
   return reason instanceof McpError
     ? reason
     : new McpError(ErrorCode.RequestTimeout, String(reason));

@@ -2,7 +2,7 @@
  * Connections to the real MCP servers behind the gateway: one SDK client per backend,
  * shared by every client session, over Streamable HTTP or stdio (spawned and supervised:
  * restarted with backoff when it exits), with per-backend resilience (timeout, retries for
- * idempotent methods, circuit breaker, bounded concurrency).
+ * idempotent methods, circuit breaker, bounded concurrency queued fairly per principal).
  */
 import { FleetError, ProtocolError } from '@fleet/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -24,17 +24,23 @@ import type { Context } from '@opentelemetry/api';
 import {
   BrokenCircuitError,
   BulkheadRejectedError,
-  bulkhead,
+  type CircuitBreakerPolicy,
   ConsecutiveBreaker,
   circuitBreaker,
   ExponentialBackoff,
   handleWhen,
-  type IPolicy,
+  type RetryPolicy,
   retry,
-  wrap,
+  TaskCancelledError,
 } from 'cockatiel';
-import { BackendHttpError, createBackendAgent, HttpBackendTransport } from './backend-transport.ts';
+import {
+  BackendHttpError,
+  cancelledError,
+  createBackendAgent,
+  HttpBackendTransport,
+} from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
+import { FairGate, GATEWAY_FAIRNESS_KEY } from './fair-gate.ts';
 import type { Logger } from './logger.ts';
 import { StdioBackendTransport } from './stdio-transport.ts';
 
@@ -72,6 +78,11 @@ export interface BackendCallOptions {
   headers?: Readonly<Record<string, string>> | undefined;
   /** Whose trace context the request's POST carries (HTTP backends). Default: the active one. */
   trace?: Context | undefined;
+  /**
+   * Whose turn the call waits for when every slot of the backend runs ({@link FairGate},
+   * `fairnessKeyOf`). Default {@link GATEWAY_FAIRNESS_KEY}: a call the gateway makes for itself.
+   */
+  fairness?: string | undefined;
 }
 
 const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
@@ -141,8 +152,11 @@ export class Backend {
   #restartTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #hooks: BackendHooks;
   readonly #log: Logger;
-  readonly #policy: IPolicy;
-  readonly #idempotentPolicy: IPolicy;
+  /** `resilience.maxConcurrent` running and as many waiting, served per principal in turn. */
+  readonly #gate: FairGate;
+  readonly #breaker: CircuitBreakerPolicy;
+  /** Retries for idempotent methods; undefined with `resilience.retries` 0. */
+  readonly #retry: RetryPolicy | undefined;
   readonly #http = createBackendAgent();
 
   readonly #maxMessageBytes: number | undefined;
@@ -161,23 +175,18 @@ export class Backend {
     this.#log = log;
     const { breaker, maxConcurrent, retries } = config.resilience;
     const failures = handleWhen(isTransportFailure);
-    const breakerPolicy = circuitBreaker(failures, {
+    this.#breaker = circuitBreaker(failures, {
       halfOpenAfter: breaker.resetMs,
       breaker: new ConsecutiveBreaker(breaker.failures),
     });
-    const bulkheadPolicy = bulkhead(maxConcurrent, maxConcurrent);
-    this.#policy = wrap(bulkheadPolicy, breakerPolicy);
-    this.#idempotentPolicy =
+    this.#gate = new FairGate({ maxRunning: maxConcurrent, maxQueued: maxConcurrent });
+    this.#retry =
       retries > 0
-        ? wrap(
-            retry(failures, {
-              maxAttempts: retries,
-              backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 2000 }),
-            }),
-            bulkheadPolicy,
-            breakerPolicy,
-          )
-        : this.#policy;
+        ? retry(failures, {
+            maxAttempts: retries,
+            backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 2000 }),
+          })
+        : undefined;
   }
 
   /** The backend's capabilities once connected. */
@@ -312,15 +321,27 @@ export class Backend {
     }
   }
 
+  /**
+   * Run `send` through the backend's resilience: each attempt waits for its turn at the gate
+   * (as `options.fairness`) and holds a slot only while it runs, so a retry backing off holds
+   * none (the order of cockatiel's `wrap(retry, bulkhead, breaker)`). The signal also ends
+   * the retries: a cancelled call is not sent again.
+   */
+  #resilient<T>(options: BackendCallOptions, send: () => Promise<T>): Promise<T> {
+    const { signal } = options;
+    const fairness = options.fairness ?? GATEWAY_FAIRNESS_KEY;
+    const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(send), signal);
+    return options.idempotent && this.#retry ? this.#retry.execute(attempt, signal) : attempt();
+  }
+
   /** Send one request through the backend's resilience policy. */
   async request(
     method: string,
     params: Record<string, unknown> | undefined,
     options: BackendCallOptions = {},
   ): Promise<Result> {
-    const policy = options.idempotent ? this.#idempotentPolicy : this.#policy;
     try {
-      return await policy.execute(async () => {
+      return await this.#resilient(options, async () => {
         const client = await this.#live();
         const call = (c: Client) => {
           const transport = c.transport;
@@ -365,6 +386,9 @@ export class Backend {
           reason: 'overloaded',
         });
       }
+      // Cancelled while it waited for a slot: the error of a call cancelled at the backend.
+      if (error instanceof TaskCancelledError)
+        throw toBackendError(cancelledError(options.signal?.reason), this.id);
       if (!(error instanceof McpError) && !(error instanceof ProtocolError))
         // The client only learns that the backend failed: the operator needs the cause.
         this.#log.warn({ backend: this.id, method, err: String(error) }, 'backend call failed');

@@ -27,7 +27,10 @@ const ResilienceSchema = z
         resetMs: z.number().int().positive().default(10_000),
       })
       .prefault({}),
-    /** Most concurrent calls to this backend; more wait in a queue of the same size. */
+    /**
+     * Most concurrent calls to this backend; as many more may wait, queued per principal and
+     * served in turn; past that, the principal with the most waiting is refused (`FairGate`).
+     */
     maxConcurrent: z.number().int().positive().default(64),
   })
   .prefault({});

@@ -67,6 +67,7 @@ import {
 import { AuditBatcher } from './audit-batch.ts';
 import type { Backend, ServerToClientRequest } from './backends.ts';
 import type { OrchestratorConfig } from './config.ts';
+import { fairnessKeyOf } from './fair-gate.ts';
 import { type Logger, logThrottle } from './logger.ts';
 import { resultValidator } from './payloads.ts';
 import type { Registry } from './registry.ts';
@@ -1215,6 +1216,8 @@ export class Gateway {
         idempotent: IDEMPOTENT.has(method),
         headers,
         trace: callTrace,
+        // A saturated backend serves its waiting calls per principal in turn.
+        fairness: fairnessKeyOf(principalOf(extra, session), session.id),
       });
       // A backend's reserved _meta keys never reach the client as the gateway's word.
       return withoutReservedMeta(await (failed ? Promise.race([answer, failed]) : answer));

@@ -3,7 +3,8 @@
  * backend over raw HTTP: a session (or a stateless principal) past
  * `limits.maxInFlightPerSession` gets its request refused at once as overloaded, while other
  * sessions go on; a principal past `limits.maxSessionsPerPrincipal` gets HTTP 429 for a new
- * session until it ends one.
+ * session until it ends one; a principal that floods a backend past its
+ * `resilience.maxConcurrent` slots waits in its own queue, served in turn with the others.
  */
 import { serveMcpOverHttp } from '@fleet/test-fixtures';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -15,10 +16,11 @@ import { postModern, type RawReply, rawPost, SESSION_INIT, SESSION_VERSION } fro
 
 /**
  * A backend whose `hold` calls wait until the test lets them go (or they are cancelled), and
- * whose `echo` answers at once: the test knows exactly which calls reached it.
+ * whose `echo` answers at once: the test knows exactly which calls reached it, and in which
+ * order (`labels`: each `hold` call's `label` argument as it arrived).
  */
 async function startGateBackend() {
-  const state = { arrived: 0, cancelled: 0, echoes: 0 };
+  const state = { arrived: 0, cancelled: 0, echoes: 0, labels: [] as string[] };
   const waiting: Array<() => void> = [];
   const served = await serveMcpOverHttp({
     create: () => {
@@ -36,6 +38,7 @@ async function startGateBackend() {
           return { content: [{ type: 'text', text: 'echo' }] };
         }
         state.arrived++;
+        state.labels.push(String(request.params.arguments?.label));
         await new Promise<void>((resolve) => {
           waiting.push(resolve);
           extra.signal.addEventListener(
@@ -57,8 +60,10 @@ async function startGateBackend() {
   const release = () => {
     for (const resolve of waiting.splice(0)) resolve();
   };
+  /** Let the `hold` call waiting longest answer. */
+  const releaseOne = () => waiting.shift()?.();
   defer(async () => release());
-  return { url: served.url, state, release };
+  return { url: served.url, state, release, releaseOne };
 }
 
 const TOKENS = `auth:
@@ -70,10 +75,10 @@ const TOKENS = `auth:
 const ALICE = { authorization: 'Bearer alice-token-0001' };
 const BOB = { authorization: 'Bearer bob-token-00002' };
 
-async function gatewayWith(limits: string, auth = '', backendUrl?: string) {
+async function gatewayWith(limits: string, auth = '', backendUrl?: string, resilience = '{}') {
   const backend = backendUrl === undefined ? await startGateBackend() : undefined;
   const gateway = await startGateway(
-    `backends:\n  - {id: gate, url: "${backendUrl ?? backend?.url}"}\nlimits: ${limits}\n${auth}`,
+    `backends:\n  - {id: gate, url: "${backendUrl ?? backend?.url}", resilience: ${resilience}}\nlimits: ${limits}\n${auth}`,
     { redis: false },
   );
   return { gateway, backend: backend as Awaited<ReturnType<typeof startGateBackend>> };
@@ -290,5 +295,91 @@ describe('limits.maxSessionsPerPrincipal', () => {
     // The sweeper runs every second; the session is idle after one.
     await waitFor(() => gateway.orchestrator.gateway.sessions.size === 0, 5000, 'expiry');
     await openSession(gateway.mcpUrl, ALICE);
+  });
+});
+
+describe('resilience.maxConcurrent: a saturated backend’s slots, per principal in turn', () => {
+  const hold = (session: Awaited<ReturnType<typeof openSession>>, label: string) =>
+    session.request('tools/call', { name: 'hold', arguments: { label } });
+  const isOverloaded = (reply: RawReply) =>
+    (reply.json.error?.data as { reason?: unknown } | undefined)?.reason === 'overloaded';
+
+  it('serves another principal in turn while one floods the backend, refusing the flooder’s newest waiting calls', async () => {
+    // 4 running and 4 waiting; Alice sends 10 calls from two sessions, Bob then 2.
+    const { gateway, backend } = await gatewayWith('{}', TOKENS, undefined, '{maxConcurrent: 4}');
+    const alice = [
+      await openSession(gateway.mcpUrl, ALICE),
+      await openSession(gateway.mcpUrl, ALICE),
+    ];
+    const bob = await openSession(gateway.mcpUrl, BOB);
+    expect(resultText(await bob.call('echo'))).toBe('echo'); // the tool schemas are cached
+
+    const refused = { alice: 0, bob: 0 };
+    const counted = (who: keyof typeof refused, reply: Promise<RawReply>) =>
+      reply.then((r) => {
+        if (isOverloaded(r)) refused[who]++;
+        return r;
+      });
+    const aliceCalls = Array.from({ length: 10 }, (_, i) =>
+      counted('alice', hold(alice[i % 2] as (typeof alice)[number], 'alice')),
+    );
+    // Every slot runs one of Alice's calls and 4 more wait: the 2 past them are refused.
+    await waitFor(() => backend.state.arrived === 4 && refused.alice === 2, 5000, 'Alice’s flood');
+
+    const bobCalls = [counted('bob', hold(bob, 'bob')), counted('bob', hold(bob, 'bob'))];
+    // The queue is full of Alice's: each of Bob's takes the place of her newest waiting call.
+    await waitFor(() => refused.alice + refused.bob === 4, 5000, 'two more refusals');
+    expect(refused).toEqual({ alice: 4, bob: 0 });
+
+    // Each freed slot goes to the next principal in turn (FIFO would serve Alice's 4 first).
+    for (let arrived = 5; arrived <= 8; arrived++) {
+      backend.releaseOne();
+      await waitFor(() => backend.state.arrived === arrived, 5000, `call ${arrived} started`);
+    }
+    expect(backend.state.labels).toEqual([
+      ...['alice', 'alice', 'alice', 'alice'],
+      ...['alice', 'bob', 'alice', 'bob'],
+    ]);
+
+    backend.release();
+    for (const reply of await Promise.all(bobCalls)) expect(resultText(reply)).toBe('held');
+    const aliceReplies = await Promise.all(aliceCalls);
+    expect(aliceReplies.filter((r) => resultText(r) === 'held')).toHaveLength(6);
+    const aliceRefusals = aliceReplies.filter(isOverloaded);
+    expect(aliceRefusals).toHaveLength(4);
+    for (const reply of aliceRefusals) {
+      expect(reply.status).toBe(200);
+      expect(reply.json.error?.code).toBe(-32603);
+      expect(reply.json.error?.message).toMatch(/at capacity/);
+      expect(reply.json.error?.data).toEqual({ backend: 'gate', reason: 'overloaded' });
+    }
+    expect(backend.state.arrived).toBe(8);
+  });
+
+  it('takes a call cancelled while it waits for a slot out of the queue at once', async () => {
+    // One running and one waiting.
+    const { gateway, backend } = await gatewayWith('{}', TOKENS, undefined, '{maxConcurrent: 1}');
+    const session = await openSession(gateway.mcpUrl, ALICE);
+    const running = hold(session, 'running');
+    await waitFor(() => backend.state.arrived === 1, 5000, 'the first call at the backend');
+    const waitingId = session.nextId();
+    const waiting = hold(session, 'waiting');
+    // The queue holds the waiting call: Alice's next one is refused.
+    expect(isOverloaded(await hold(session, 'refused'))).toBe(true);
+
+    expect((await session.notify('notifications/cancelled', { requestId: waitingId })).status).toBe(
+      202,
+    );
+    expect((await waiting).events).toEqual([]);
+    // Its place is free: of two more calls, one waits there (the other is refused at once)
+    // and runs next. Had the cancelled call kept its place, both would be refused.
+    const after = [hold(session, 'next'), hold(session, 'next')];
+    expect(isOverloaded(await Promise.race(after))).toBe(true);
+    backend.releaseOne();
+    await waitFor(() => backend.state.arrived === 2, 5000, 'the next call at the backend');
+    backend.release();
+    expect(resultText(await running)).toBe('held');
+    expect((await Promise.all(after)).map(resultText).filter(Boolean)).toEqual(['held']);
+    expect(backend.state.labels).toEqual(['running', 'next']);
   });
 });
