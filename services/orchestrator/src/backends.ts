@@ -88,10 +88,24 @@ export interface BackendCallOptions {
 const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
 
 function isTransportFailure(error: unknown): boolean {
+  if (error instanceof CallerCancelled) return false;
   if (error instanceof McpError) {
     return error.code === ErrorCode.ConnectionClosed || error.code === ErrorCode.RequestTimeout;
   }
   return !(error instanceof ProtocolError);
+}
+
+/**
+ * A call that failed because its caller cancelled it (the client's `notifications/cancelled`,
+ * its closed POST): carried through the resilience policies as this, so that neither the
+ * circuit breaker nor the retries take it for a failure of the backend, then unwrapped. A
+ * cancelled call reads like a timed-out one (-32001), which is a transport failure: before,
+ * `breaker.failures` cancellations in a row opened the circuit for every client.
+ */
+class CallerCancelled extends Error {
+  constructor(readonly error: unknown) {
+    super('cancelled by the caller');
+  }
 }
 
 /**
@@ -327,11 +341,24 @@ export class Backend {
    * none (the order of cockatiel's `wrap(retry, bulkhead, breaker)`). The signal also ends
    * the retries: a cancelled call is not sent again.
    */
-  #resilient<T>(options: BackendCallOptions, send: () => Promise<T>): Promise<T> {
+  async #resilient<T>(options: BackendCallOptions, send: () => Promise<T>): Promise<T> {
     const { signal } = options;
     const fairness = options.fairness ?? GATEWAY_FAIRNESS_KEY;
-    const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(send), signal);
-    return options.idempotent && this.#retry ? this.#retry.execute(attempt, signal) : attempt();
+    // What fails after the caller cancelled is no news of the backend (see CallerCancelled).
+    const sent = signal
+      ? () =>
+          send().catch((error: unknown) => {
+            throw signal.aborted ? new CallerCancelled(error) : error;
+          })
+      : send;
+    const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(sent), signal);
+    try {
+      return await (options.idempotent && this.#retry
+        ? this.#retry.execute(attempt, signal)
+        : attempt());
+    } catch (error) {
+      throw error instanceof CallerCancelled ? error.error : error;
+    }
   }
 
   /** Send one request through the backend's resilience policy. */

@@ -81,6 +81,39 @@ describe('backend resilience', () => {
     );
   });
 
+  it('does not count calls the client cancelled as backend failures: the circuit stays closed', async () => {
+    const backend = await startHttpBackend({ name: 'fx' });
+    defer(() => backend.close());
+    const client = await gatewayFor(
+      backend.url,
+      '{timeoutMs: 5000, breaker: {failures: 2, resetMs: 60000}}',
+    );
+
+    // Three cancelled calls in a row, each reaching the backend and cancelled there.
+    for (let n = 1; n <= 3; n++) {
+      const controller = new AbortController();
+      const call = client.callTool(
+        { name: 'slow', arguments: { ms: 5000, label: `cancelled-${n}` } },
+        undefined,
+        { signal: controller.signal },
+      );
+      // Long enough for the call to reach the backend, which records its cancellation below.
+      await new Promise((r) => setTimeout(r, 300));
+      controller.abort('the client gave up');
+      await expect(call).rejects.toThrow();
+      await waitFor(
+        () => backend.state.cancellations.some((c) => c.label === `cancelled-${n}`),
+        2000,
+      );
+    }
+
+    // breaker.failures is 2: had the cancellations counted, the circuit would be open for a
+    // minute and this call refused with "circuit open".
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'still' } }))).toBe(
+      '[fx] still',
+    );
+  });
+
   it('with maxConcurrent 1 queues a second concurrent call and refuses a third as at capacity', async () => {
     const backend = await startHttpBackend({ name: 'fx' });
     defer(() => backend.close());
