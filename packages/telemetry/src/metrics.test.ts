@@ -99,6 +99,26 @@ describe('createFleetMetrics', () => {
     ]);
   });
 
+  it('counts backend refusals by backend id and reason', async () => {
+    const { fleet, collect } = setup();
+    fleet.countBackendRefusal('fx', 'overloaded');
+    fleet.countBackendRefusal('fx', 'overloaded');
+    fleet.countBackendRefusal('fx', 'circuit_open');
+    const refusals = (await collect()).get(METRIC.BACKEND_REFUSALS);
+    expect(refusals?.dataPointType).toBe(DataPointType.SUM);
+    expect(refusals?.descriptor.unit).toBe('{call}');
+    expect(refusals?.dataPoints).toEqual([
+      expect.objectContaining({
+        attributes: { 'fleet.backend.id': 'fx', 'fleet.refusal.reason': 'overloaded' },
+        value: 2,
+      }),
+      expect.objectContaining({
+        attributes: { 'fleet.backend.id': 'fx', 'fleet.refusal.reason': 'circuit_open' },
+        value: 1,
+      }),
+    ]);
+  });
+
   it('buckets resolve sub-millisecond to 30 s latencies', () => {
     expect(DURATION_BUCKETS_MS[0]).toBeLessThan(1);
     expect(DURATION_BUCKETS_MS.at(-1)).toBe(30000);
@@ -123,6 +143,7 @@ describe('createFleetMetrics', () => {
       fleet.recordInterceptor(1, { interceptor: 'i', outcome: 'allowed' });
       fleet.countAbort({ type: 'validation' });
       fleet.recordBackend(1, { backend: 'b', method: 'm', status: 'ok' });
+      fleet.countBackendRefusal('b', 'overloaded');
     }).not.toThrow();
   });
 

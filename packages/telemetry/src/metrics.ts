@@ -62,6 +62,10 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
     description: 'Requests the MCP ingress refused before serving them',
     unit: '{request}',
   });
+  const refusals: Counter = meter.createCounter(METRIC.BACKEND_REFUSALS, {
+    description: 'Backend calls the gateway refused without sending them',
+    unit: '{call}',
+  });
 
   return {
     recordRequest: (durationMs, a) =>
@@ -114,6 +118,10 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
       ),
     countRejection: (kind) =>
       guarded(() => rejections.add(1, { [ATTR.FLEET_REJECTION_KIND]: kind })),
+    countBackendRefusal: (backend, reason) =>
+      guarded(() =>
+        refusals.add(1, { [ATTR.FLEET_BACKEND_ID]: backend, [ATTR.FLEET_REFUSAL_REASON]: reason }),
+      ),
     recordBackend: (durationMs, a) =>
       guarded(() =>
         backend.record(

@@ -60,6 +60,7 @@ describe('FLEET_NAMES', () => {
         'fleet.pins.drift.kind',
         'fleet.pins.action',
         'fleet.rejection.kind',
+        'fleet.refusal.reason',
       ]),
     );
     expect(METRIC).toEqual({
@@ -69,6 +70,7 @@ describe('FLEET_NAMES', () => {
       CHAIN_ABORTS: 'fleet.chain.aborts',
       BACKEND_DURATION: 'fleet.backend.duration',
       INGRESS_REJECTIONS: 'fleet.ingress.rejections',
+      BACKEND_REFUSALS: 'fleet.backend.refusals',
       AUDIT_PRODUCER_RECORDS: 'fleet.audit.producer.records',
       AUDIT_PRODUCER_BATCHES: 'fleet.audit.producer.batches',
       AUDIT_PRODUCER_PENDING: 'fleet.audit.producer.pending',

@@ -101,6 +101,12 @@ export const FLEET_NAMES = {
     FLEET_CHAIN_ABORT_TYPE: 'fleet.chain.abort.type',
     /** Why the gateway's MCP ingress refused a request (see `fleet.ingress.rejections`). */
     FLEET_REJECTION_KIND: 'fleet.rejection.kind',
+    /**
+     * Why the gateway refused a backend call without sending it (see `fleet.backend.refusals`):
+     * `overloaded` (every `resilience.maxConcurrent` slot runs and as many calls wait) or
+     * `circuit_open` (the backend's circuit breaker is open).
+     */
+    FLEET_REFUSAL_REASON: 'fleet.refusal.reason',
     /** How the gateway answered a request: `ok` `denied` `error`. */
     FLEET_REQUEST_STATUS: 'fleet.request.status',
     /**
@@ -166,6 +172,12 @@ export const FLEET_NAMES = {
      * over `limits.maxInFlightPerSession`).
      */
     INGRESS_REJECTIONS: 'fleet.ingress.rejections',
+    /**
+     * Counter ({call}): backend calls the gateway refused without sending them, by
+     * `fleet.backend.id` and `fleet.refusal.reason` (`overloaded`, `circuit_open`). Never by
+     * principal: who floods a backend is in the gateway's log, not in a label.
+     */
+    BACKEND_REFUSALS: 'fleet.backend.refusals',
     /**
      * Counter ({record}): records a process's audit producer handled, by `fleet.audit.outcome`
      * (`enqueued` `sent` `journaled` `replayed`; `dropped` and `rejected` also by

@@ -204,4 +204,6 @@ export interface FleetMetrics {
   recordBackend(durationMs: number, attributes: BackendMetricAttributes): void;
   /** `fleet.ingress.rejections` += 1, by `fleet.rejection.kind`. */
   countRejection(kind: string): void;
+  /** `fleet.backend.refusals` += 1, by `fleet.backend.id` and `fleet.refusal.reason`. */
+  countBackendRefusal(backend: string, reason: string): void;
 }

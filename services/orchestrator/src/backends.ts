@@ -40,15 +40,26 @@ import {
   HttpBackendTransport,
 } from './backend-transport.ts';
 import type { BackendConfig } from './config.ts';
-import { FairGate, GATEWAY_FAIRNESS_KEY } from './fair-gate.ts';
-import type { Logger } from './logger.ts';
+import { FairGate, GATEWAY_FAIRNESS_KEY, shownFairnessKey } from './fair-gate.ts';
+import { type Logger, logThrottle } from './logger.ts';
 import { StdioBackendTransport } from './stdio-transport.ts';
+import { scrubName } from './telemetry.ts';
 
 /** A request the backend sends to the client side (sampling, elicitation, roots). */
 export interface ServerToClientRequest {
   method: string;
   params?: Record<string, unknown> | undefined;
 }
+
+/**
+ * Why the gateway refused a backend call without sending it (`fleet.refusal.reason`):
+ * `overloaded`, every `resilience.maxConcurrent` slot runs and as many calls wait (the
+ * {@link FairGate} refused it); `circuit_open`, the backend's circuit breaker is open.
+ */
+export type BackendRefusalReason = 'overloaded' | 'circuit_open';
+
+/** How often a backend's refusals are logged: the first, then at most once per this. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
 /** What a backend reports upward. */
 export interface BackendHooks {
@@ -66,6 +77,8 @@ export interface BackendHooks {
    * for the gateway's sessions (resource subscriptions, the log level) went with the old one.
    */
   onConnected?(backend: Backend, again: boolean): void;
+  /** A call was refused without being sent (counted: `fleet.backend.refusals`). */
+  onRefused?(backend: Backend, reason: BackendRefusalReason): void;
 }
 
 /** Options for one backend call. */
@@ -172,6 +185,9 @@ export class Backend {
   /** Retries for idempotent methods; undefined with `resilience.retries` 0. */
   readonly #retry: RetryPolicy | undefined;
   readonly #http = createBackendAgent();
+  /** Refusals are logged at most once a minute, with how many there were since the last line. */
+  readonly #refusalLog = logThrottle(REFUSAL_LOG_INTERVAL_MS);
+  #refusedSinceLog: Record<BackendRefusalReason, number> = { overloaded: 0, circuit_open: 0 };
 
   readonly #maxMessageBytes: number | undefined;
 
@@ -361,6 +377,42 @@ export class Backend {
     }
   }
 
+  /**
+   * A call of `fairness` was refused for `reason`: counted (`onRefused`), and logged at most
+   * once a minute. An `overloaded` line names the call's fairness key (its principal's id
+   * scrubbed), which is always one with the most calls waiting: the {@link FairGate} refuses
+   * the newest call of the key with the most, or a newcomer whose key has as many.
+   */
+  #refused(reason: BackendRefusalReason, fairness: string): void {
+    try {
+      this.#hooks.onRefused?.(this, reason);
+    } catch {
+      // Counting a refusal never changes what the caller is told.
+    }
+    this.#refusedSinceLog[reason]++;
+    if (!this.#refusalLog.due()) return;
+    const reasons = this.#refusedSinceLog;
+    this.#refusedSinceLog = { overloaded: 0, circuit_open: 0 };
+    this.#log.warn(
+      {
+        backend: this.id,
+        reason,
+        refused: reasons.overloaded + reasons.circuit_open,
+        reasons,
+        ...(reason === 'overloaded'
+          ? {
+              busiest: shownFairnessKey(fairness, scrubName),
+              waiting: this.#gate.queuedFor(fairness),
+              maxConcurrent: this.config.resilience.maxConcurrent,
+            }
+          : {}),
+      },
+      reason === 'overloaded'
+        ? 'refused backend calls: at capacity (resilience.maxConcurrent)'
+        : 'refused backend calls: circuit open',
+    );
+  }
+
   /** Send one request through the backend's resilience policy. */
   async request(
     method: string,
@@ -401,13 +453,16 @@ export class Backend {
         }
       });
     } catch (error) {
+      const fairness = options.fairness ?? GATEWAY_FAIRNESS_KEY;
       if (error instanceof BrokenCircuitError) {
+        this.#refused('circuit_open', fairness);
         throw new ProtocolError(-32603, `Backend "${this.id}" is unavailable (circuit open)`, {
           backend: this.id,
           reason: 'circuit_open',
         });
       }
       if (error instanceof BulkheadRejectedError) {
+        this.#refused('overloaded', fairness);
         throw new ProtocolError(-32603, `Backend "${this.id}" is at capacity`, {
           backend: this.id,
           reason: 'overloaded',

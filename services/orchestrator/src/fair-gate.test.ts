@@ -1,6 +1,6 @@
 import { BulkheadRejectedError, TaskCancelledError } from 'cockatiel';
 import { describe, expect, it } from 'vitest';
-import { FairGate, fairnessKeyOf, GATEWAY_FAIRNESS_KEY } from './fair-gate.ts';
+import { FairGate, fairnessKeyOf, GATEWAY_FAIRNESS_KEY, shownFairnessKey } from './fair-gate.ts';
 
 /** Let every pending promise reaction run. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -268,5 +268,30 @@ describe('fairnessKeyOf', () => {
   ] as const)('$key', ({ principal, session, key }) => {
     expect(fairnessKeyOf(principal, session)).toBe(key);
     expect(fairnessKeyOf(principal, session)).not.toBe(GATEWAY_FAIRNESS_KEY);
+  });
+});
+
+describe('shownFairnessKey', () => {
+  const scrub = (id: string) => `<${id.length}>`;
+  it.each([
+    {
+      principal: { type: 'user', id: 'alice@example.com' },
+      session: 's-1',
+      shown: 'principal user:<17>',
+    },
+    // Only the first colon ends the type: the rest, colons and all, is the id.
+    {
+      principal: { type: 'service', id: 'a:b c' },
+      session: undefined,
+      shown: 'principal service:<5>',
+    },
+    { principal: { type: 'anonymous' }, session: 'secret-session-id', shown: 'session' },
+    { principal: { type: 'anonymous' }, session: undefined, shown: 'anonymous' },
+  ] as const)('$shown', ({ principal, session, shown }) => {
+    expect(shownFairnessKey(fairnessKeyOf(principal, session), scrub)).toBe(shown);
+  });
+
+  it('shows the gateway’s own key as it is', () => {
+    expect(shownFairnessKey(GATEWAY_FAIRNESS_KEY, scrub)).toBe(GATEWAY_FAIRNESS_KEY);
   });
 });

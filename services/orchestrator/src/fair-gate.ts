@@ -20,6 +20,20 @@ export function fairnessKeyOf(principal: Principal, sessionId: string | undefine
   return sessionId === undefined ? 'anonymous' : `session ${sessionId}`;
 }
 
+/**
+ * A fairness key as a log may show it: a principal's id passed through `scrub` (an id may be
+ * an e-mail address), a session's id left out (whoever holds it can use the session); the
+ * other keys as they are. The inverse of {@link fairnessKeyOf}'s spelling: a principal's type
+ * (`user`, `service`) holds no colon, so the first one ends it.
+ */
+export function shownFairnessKey(key: string, scrub: (id: string) => string): string {
+  if (key.startsWith('principal ')) {
+    const colon = key.indexOf(':');
+    return `${key.slice(0, colon + 1)}${scrub(key.slice(colon + 1))}`;
+  }
+  return key.startsWith('session ') ? 'session' : key;
+}
+
 /** Options for {@link FairGate}. */
 export interface FairGateOptions {
   /** Most calls running at once. */

@@ -64,6 +64,11 @@ export interface GatewayTelemetry {
    * lower case (`unauthorized`, `payload_too_large`, ...) or `overloaded`.
    */
   recordRejection(kind: string): void;
+  /**
+   * The gateway refused a call to `backend` without sending it: `reason` `overloaded` (its
+   * `resilience.maxConcurrent` slots and queue are full) or `circuit_open`.
+   */
+  recordBackendRefusal(backend: string, reason: string): void;
 }
 
 /** `method` as an error message quotes it: a made-up name can be as long as the body. */
@@ -193,6 +198,7 @@ export function createGatewayTelemetry(): GatewayTelemetry {
         phase: o.phase,
       }),
     recordRejection: (kind) => fleet.countRejection(kind),
+    recordBackendRefusal: (backend, reason) => fleet.countBackendRefusal(backend, reason),
     recordBackend: (id, method, durationMs, errorType) =>
       fleet.recordBackend(durationMs, {
         backend: id,

@@ -2,8 +2,9 @@
  * The fleet as the chart deploys it, as real processes from source: the orchestrator in front
  * of a fixture backend, with pii-redactor, policy-validator and audit-logger (AUDIT_WORKER=false)
  * registered, and a separate audit-worker storing into PostgreSQL. {@link scrapeRealFleet}
- * drives allowed, denied and failing calls through it, lets an interceptor service die so the
- * fail-closed chain refuses a call, and returns every service's `/metrics` text.
+ * drives allowed, denied and failing calls through it, saturates the backend so the gateway
+ * refuses a call as overloaded, lets an interceptor service die so the fail-closed chain
+ * refuses a call, and returns every service's `/metrics` text.
  *
  * Real Redis (unique queue and registry prefix) and PostgreSQL (unique schema), removed again.
  */
@@ -29,6 +30,9 @@ import { repoRoot } from './helm.ts';
 export const DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** `resilience.maxConcurrent` of the fleet's backend. */
+const FX_SLOTS = 3;
 
 /** `/metrics` text by service (`orchestrator`, `pii-redactor`, ...). */
 export type FleetScrapes = Record<string, string>;
@@ -112,7 +116,10 @@ async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20
 
 /** What a run saw: the answers of the calls (to assert they did what they were for) and the scrapes. */
 export interface FleetRun {
-  answers: Record<'allowed' | 'denied' | 'failing' | 'refused', RpcAnswer | undefined>;
+  answers: Record<
+    'allowed' | 'denied' | 'failing' | 'overloaded' | 'refused',
+    RpcAnswer | undefined
+  >;
   scrapes: FleetScrapes;
 }
 
@@ -180,7 +187,8 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       configFile,
       [
         'backends:',
-        `  - {id: fx, url: "${backend.url}"}`,
+        // Three slots (the three lists read on connecting run at once) and three places waiting.
+        `  - {id: fx, url: "${backend.url}", resilience: {maxConcurrent: ${FX_SLOTS}}}`,
         'interceptors:',
         ...[pii, policy, auditLogger].map((s) => `  - {url: "${s.url}/mcp"}`),
         `registry: {prefix: ${prefix}}`,
@@ -198,8 +206,15 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       allowed: await client.call('echo', { text: 'write to ada@example.com' }),
       denied: await client.call('add', { a: 1, b: 2 }),
       failing: await client.call('throw', {}),
+      overloaded: undefined,
       refused: undefined,
     };
+    // One call more than the backend's slots and queue hold: it is refused unsent
+    // (fleet_backend_refusals_total, reason overloaded).
+    const burst = await Promise.all(
+      Array.from({ length: 2 * FX_SLOTS + 1 }, () => client.call('slow', { ms: 1500 })),
+    );
+    answers.overloaded = burst.find((a) => a?.error !== undefined);
     // The worker stores what the audit-logger and the orchestrator queued, and has read the
     // queue's length (fleet_audit_queue_jobs is left out of a scrape that the read outlasts).
     await until(async () => {

@@ -29,7 +29,9 @@ export const PROMETHEUS_SERIES: ReadonlyMap<string, ReadonlySet<string>> = new M
 
 /**
  * Label values a test run cannot easily produce but the fleet documents
- * (packages/telemetry/src/names.ts): a timed-out invocation, and the chain aborting on a timeout.
+ * (packages/telemetry/src/names.ts): a timed-out invocation, the chain aborting on a timeout,
+ * and a backend call refused because its circuit is open (the run's one backend must answer
+ * its other calls; an unreachable second one lists no tools, so no call is routed to it).
  */
 export const DOCUMENTED_VALUES: Readonly<Record<string, readonly string[]>> = {
   fleet_interceptor_outcome: [
@@ -43,6 +45,7 @@ export const DOCUMENTED_VALUES: Readonly<Record<string, readonly string[]>> = {
     'rejected',
   ],
   fleet_chain_abort_type: ['validation', 'mutation', 'invocation', 'timeout'],
+  fleet_refusal_reason: ['overloaded', 'circuit_open'],
 };
 
 const RANGE_OVER_COUNTERS = new Set(['rate', 'increase', 'irate']);

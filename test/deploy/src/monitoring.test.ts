@@ -39,6 +39,8 @@ const ALERTS = [
   'FleetChainRefusingRequests',
   'FleetInterceptorInvocationsFailing',
   'FleetRequestLatencyHigh',
+  'FleetBackendSaturated',
+  'FleetBackendCircuitOpen',
   'FleetServiceDown',
   'FleetAuditRecordsLost',
   'FleetAuditStoreUnavailable',
@@ -221,6 +223,40 @@ describe('monitoring.prometheusRule', () => {
     expect(rule?.annotations.description).toContain('rejected');
   });
 
+  it('warns when a backend refuses more than thresholds.backendOverloadedRatio of its calls as overloaded, per backend', async () => {
+    const rule = ruleNamed(rendered('enabled'), 'FleetBackendSaturated');
+    expect(rule?.labels.severity).toBe('warning');
+    const [refused, all, ...more] = analyzePromql(rule?.expr ?? '').selectors;
+    const own = (selector: typeof refused) =>
+      selector?.matchers.filter((m) => m.label !== 'namespace' && m.label !== 'job');
+    expect(more).toEqual([]);
+    expect(refused?.metric).toBe('fleet_backend_refusals_total');
+    expect(own(refused)).toEqual([{ label: 'fleet_refusal_reason', op: '=', value: 'overloaded' }]);
+    expect(all?.metric).toBe('fleet_backend_duration_count');
+    expect(own(all)).toEqual([]);
+    expect(outputLabels(rule?.expr ?? '')).toEqual(new Set(['fleet_backend_id']));
+    expect(rule?.expr).toMatch(/> 0\.01$/);
+    const changed = await renderChart({
+      set: ENABLED,
+      setJson: ['monitoring.prometheusRule.thresholds.backendOverloadedRatio=0.25'],
+    });
+    expect(ruleNamed(changed, 'FleetBackendSaturated')?.expr).toMatch(/> 0\.25$/);
+  });
+
+  it('pages on any call refused because a backend’s circuit is open, per backend', () => {
+    const rule = ruleNamed(rendered('enabled'), 'FleetBackendCircuitOpen');
+    expect(rule?.labels.severity).toBe('critical');
+    const [refused, ...more] = analyzePromql(rule?.expr ?? '').selectors;
+    expect(more).toEqual([]);
+    expect(refused?.metric).toBe('fleet_backend_refusals_total');
+    expect(refused?.rangeFunction).toBe('increase');
+    expect(refused?.matchers.filter((m) => m.label.startsWith('fleet_'))).toEqual([
+      { label: 'fleet_refusal_reason', op: '=', value: 'circuit_open' },
+    ]);
+    expect(outputLabels(rule?.expr ?? '')).toEqual(new Set(['fleet_backend_id']));
+    expect(rule?.expr).toMatch(/\) > 0$/);
+  });
+
   it('writes every expression in valid PromQL', () => {
     for (const rule of rulesOf(rendered('enabled')))
       expect(analyzePromql(rule.expr).errors, `${rule.alert}: ${rule.expr}`).toEqual([]);
@@ -349,6 +385,11 @@ describe('monitoring.prometheusRule', () => {
       'monitoring.prometheusRule.thresholds.invocationFailureRatio=2',
       /invocationFailureRatio/,
     ],
+    [
+      'a backend refusal ratio above 1',
+      'monitoring.prometheusRule.thresholds.backendOverloadedRatio=2',
+      /backendOverloadedRatio/,
+    ],
     ['a window that is no duration', 'monitoring.prometheusRule.window=5', /window/],
     ['a misspelt dashboard key', 'monitoring.grafanaDashboard.lables.a=b', /lables/],
   ])('refuses %s', async (_label, assignment, message) => {
@@ -409,6 +450,7 @@ describe('monitoring.grafanaDashboard', () => {
         'fleet_chain_aborts_total',
         'fleet_interceptor_duration_bucket',
         'fleet_backend_duration_count',
+        'fleet_backend_refusals_total',
         'fleet_audit_producer_records_total',
         'fleet_audit_worker_records_total',
         'fleet_audit_worker_store_unavailable',
@@ -424,6 +466,12 @@ describe('monitoring.grafanaDashboard', () => {
       .flatMap((p) => p.targets ?? [])
       .find((t) => t.expr.includes('fleet_chain_aborts_total'));
     expect(chainAborts?.expr).toMatch(/by \(fleet_chain_abort_type, fleet_interceptor_name\)/);
+    const refusals = queryPanels(dashboardOf(rendered('enabled'))).find(
+      (p) => p.title === 'Backend refusals by reason',
+    );
+    expect(refusals?.targets?.[0]?.expr).toMatch(
+      /by \(fleet_backend_id, fleet_refusal_reason\) \(rate\(fleet_backend_refusals_total\{/,
+    );
   });
 
   it("is the chart's dashboards/interceptor-fleet.json with this release's uid, title and defaults", async () => {
@@ -557,6 +605,12 @@ describe("against the real services' /metrics", () => {
     expect(run.answers.denied?.error?.message).toMatch(/no adding/);
     expect(run.answers.failing?.error).toBeDefined();
     expect(run.answers.refused?.error?.code).toBe(-32603);
+    expect(run.answers.overloaded?.error?.code).toBe(-32603);
+    expect(run.answers.overloaded?.error?.message).toMatch(/at capacity/);
+    // The refusal is counted, by backend and reason.
+    expect([
+      ...(index.get('fleet_backend_refusals_total')?.labels.get('fleet_refusal_reason') ?? []),
+    ]).toEqual(['overloaded']);
     const abortTypes = index.get('fleet_chain_aborts_total')?.labels.get('fleet_chain_abort_type');
     expect([...(abortTypes ?? [])]).toEqual(expect.arrayContaining(['validation', 'invocation']));
   });

@@ -1,0 +1,124 @@
+/**
+ * A backend call the gateway refuses without sending it (the backend at capacity, its circuit
+ * open) is counted by reason in `fleet_backend_refusals_total`, read with a real Prometheus
+ * scrape, and logged at most once a minute per backend: which backend, why, how many since the
+ * last line and, at capacity, whose calls wait the most (the principal's id scrubbed). Real
+ * fixture backends over Streamable HTTP, the gateway in this process.
+ */
+import { freePort } from '@fleet/test-fixtures';
+import { describe, expect, it } from 'vitest';
+import { startGateBackend } from './gate-backend.ts';
+import { type LoggedLine, recordingLogger, startGateway, waitFor } from './harness.ts';
+import { pipelineForFile } from './pipeline.ts';
+import { postModern, type RawReply } from './raw-http.ts';
+
+const pipeline = pipelineForFile();
+
+/** `fleet_backend_refusals_total` of `backend` by `fleet_refusal_reason`, from a scrape. */
+async function refusals(backend: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const line of (await pipeline.scrape()).split('\n')) {
+    if (!line.startsWith('fleet_backend_refusals_total{')) continue;
+    if (!line.includes(`fleet_backend_id="${backend}"`)) continue;
+    const reason = /fleet_refusal_reason="([^"]+)"/.exec(line)?.[1];
+    if (reason !== undefined)
+      counts[reason] = (counts[reason] ?? 0) + Number(line.split(' ').at(-1));
+  }
+  return counts;
+}
+
+const ALICE_ID = 'alice@example.com';
+const ALICE = { authorization: 'Bearer alice-token-0001' };
+const TOKENS = `auth:\n  mode: tokens\n  tokens:\n    - {token: alice-token-0001, principal: {id: ${ALICE_ID}}}\n`;
+
+const resultText = (reply: RawReply) =>
+  (reply.json.result?.content as Array<{ text?: string }> | undefined)?.[0]?.text;
+const reasonOf = (reply: RawReply) =>
+  (reply.json.error?.data as { reason?: unknown } | undefined)?.reason;
+
+/** The lines about refused backend calls. */
+const refusalLines = (lines: readonly LoggedLine[]) =>
+  lines.filter((l) => String(l.msg).startsWith('refused backend calls'));
+
+describe('backend refusals', () => {
+  it('counts a call refused at capacity as overloaded and logs the backend and the scrubbed principal once a minute', async () => {
+    const backend = await startGateBackend();
+    const log = recordingLogger();
+    const gateway = await startGateway(
+      `backends:\n  - {id: sat, url: "${backend.url}", resilience: {maxConcurrent: 1}}\n${TOKENS}`,
+      { redis: false, log },
+    );
+    const call = (name: string) =>
+      postModern(gateway.mcpUrl, 'tools/call', { name, arguments: {} }, { headers: ALICE });
+    // The first call lists the backend's tools for the schema cache, in the one slot.
+    expect(resultText(await call('echo'))).toBe('echo');
+    const before = await refusals('sat');
+
+    // One slot and one place in the queue: of three calls, one is refused at once.
+    let refused = 0;
+    const counted = (reply: Promise<RawReply>) =>
+      reply.then((r) => {
+        if (reasonOf(r) === 'overloaded') refused++;
+        return r;
+      });
+    const calls = [call('hold'), call('hold'), call('hold')].map(counted);
+    await waitFor(() => backend.state.arrived === 1 && refused === 1, 5000, 'one call refused');
+    expect((await refusals('sat')).overloaded ?? 0).toBe((before.overloaded ?? 0) + 1);
+
+    const lines = refusalLines(log.warnings);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.obj).toEqual({
+      backend: 'sat',
+      reason: 'overloaded',
+      refused: 1,
+      reasons: { overloaded: 1, circuit_open: 0 },
+      busiest: 'principal user:[EMAIL_ADDRESS]',
+      waiting: 1,
+      maxConcurrent: 1,
+    });
+    expect(JSON.stringify(log.warnings)).not.toContain(ALICE_ID);
+
+    // Within the minute: counted, not logged again.
+    expect(reasonOf(await call('hold'))).toBe('overloaded');
+    const after = await refusals('sat');
+    expect(after.overloaded ?? 0).toBe((before.overloaded ?? 0) + 2);
+    expect(after.circuit_open).toBeUndefined();
+    expect(refusalLines(log.warnings)).toHaveLength(1);
+
+    backend.release();
+    await waitFor(() => backend.state.arrived === 2, 5000, 'the waiting call at the backend');
+    backend.release();
+    expect((await Promise.all(calls)).map(resultText).filter(Boolean)).toEqual(['held', 'held']);
+  });
+
+  it('counts a call refused by an open circuit as circuit_open and logs it', async () => {
+    const port = await freePort(); // nothing listens here
+    const log = recordingLogger();
+    const gateway = await startGateway(
+      `backends:\n  - id: down\n    url: "http://127.0.0.1:${port}/mcp"\n    resilience: {timeoutMs: 2000, breaker: {failures: 2, resetMs: 60000}}\n`,
+      { redis: false, log },
+    );
+    const call = () =>
+      postModern(gateway.mcpUrl, 'tools/call', { name: 'echo', arguments: { text: 'x' } });
+    const before = await refusals('down');
+
+    // Two failures open the circuit; they were sent (and failed), so no refusal yet.
+    for (let attempt = 0; attempt < 2; attempt++)
+      expect(reasonOf(await call())).toBe('unavailable');
+    expect(await refusals('down')).toEqual(before);
+    expect(refusalLines(log.warnings)).toEqual([]);
+
+    expect(reasonOf(await call())).toBe('circuit_open');
+    const after = await refusals('down');
+    expect(after.circuit_open ?? 0).toBe((before.circuit_open ?? 0) + 1);
+    expect(after.overloaded).toBeUndefined();
+    expect(refusalLines(log.warnings).map((l) => l.obj)).toEqual([
+      {
+        backend: 'down',
+        reason: 'circuit_open',
+        refused: 1,
+        reasons: { overloaded: 0, circuit_open: 1 },
+      },
+    ]);
+  });
+});
