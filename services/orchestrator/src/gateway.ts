@@ -1259,17 +1259,28 @@ export class Gateway {
       for (const kind of LISTS) if (caps[kind] !== undefined) this.#notifyListChanged(kind);
     // Readings of an older connection still under way are not recorded.
     for (const kind of LISTS) this.#knownList(backend, kind).generation += 1;
-    const checks = Promise.all(LISTS.map((kind) => this.#checkList(backend, kind, again)));
+    // One list at a time: the gateway's own reads take one of the backend's slots, not three
+    // (with a small resilience.maxConcurrent they were refused as overloaded, and so could the
+    // first calls of clients be). Tools first: calls wait for them only.
+    const tools = this.#checkList(backend, 'tools', again);
+    const checks = tools.then(async (toolsChanged) => {
+      const changed: ListKind[] = toolsChanged ? ['tools'] : [];
+      for (const kind of LISTS)
+        if (kind !== 'tools' && (await this.#checkList(backend, kind, again))) changed.push(kind);
+      return changed;
+    });
     if (!again) return;
     const cache = this.#toolCache(backend);
-    const confirming = checks.then((told) => {
+    const confirming = tools.then(() => {
       if (cache.confirming === confirming) cache.confirming = undefined;
-      this.#deps.log.info(
-        { backend: backend.id, changed: LISTS.filter((_kind, i) => told[i]) },
-        'backend lists compared with those of the lost connection',
-      );
     });
     cache.confirming = confirming;
+    void checks.then((changed) =>
+      this.#deps.log.info(
+        { backend: backend.id, changed },
+        'backend lists compared with those of the lost connection',
+      ),
+    );
     // The URIs sessions hold there, with their names at the backend (routes never change).
     const held: Array<[uri: string, name: string]> = [];
     for (const uri of this.#subscribers.keys()) {

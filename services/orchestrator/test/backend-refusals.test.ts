@@ -5,10 +5,10 @@
  * last line and, at capacity, whose calls wait the most (the principal's id scrubbed). Real
  * fixture backends over Streamable HTTP, the gateway in this process.
  */
-import { freePort } from '@fleet/test-fixtures';
+import { freePort, startHttpBackend } from '@fleet/test-fixtures';
 import { describe, expect, it } from 'vitest';
 import { startGateBackend } from './gate-backend.ts';
-import { type LoggedLine, recordingLogger, startGateway, waitFor } from './harness.ts';
+import { defer, type LoggedLine, recordingLogger, startGateway, waitFor } from './harness.ts';
 import { pipelineForFile } from './pipeline.ts';
 import { postModern, type RawReply } from './raw-http.ts';
 
@@ -120,5 +120,26 @@ describe('backend refusals', () => {
         reasons: { overloaded: 0, circuit_open: 1 },
       },
     ]);
+  });
+  it('does not refuse its own list reads of a backend that connects, even with one slot', async () => {
+    // The fixture serves tools, prompts and resources: the gateway reads four lists of it on
+    // connecting. Read all at once they needed three slots, and with one (and one queue place)
+    // the third was refused as overloaded, and clients' first calls could be too.
+    const backend = await startHttpBackend({ name: 'one' });
+    defer(() => backend.close());
+    const log = recordingLogger();
+    const gateway = await startGateway(
+      `backends:\n  - {id: one, url: "${backend.url}", resilience: {maxConcurrent: 1}}\n`,
+      { redis: false, log },
+    );
+    const call = (name: string, args: Record<string, unknown>) =>
+      postModern(gateway.mcpUrl, 'tools/call', { name, arguments: args });
+    expect(resultText(await call('echo', { text: 'first' }))).toBe('[one] first');
+    // The reads run in the background of the connection: give the last of them time to end.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await refusals('one')).toEqual({});
+    expect(log.warnings.filter((l) => String(l.msg).includes('reading a backend list'))).toEqual(
+      [],
+    );
   });
 });
