@@ -101,7 +101,15 @@ export interface BackendCallOptions {
 const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
 
 function isTransportFailure(error: unknown): boolean {
-  if (error instanceof CallerCancelled) return false;
+  // Not sent at all: refused at capacity, behind an open circuit, or cancelled while it waited
+  // for a slot. Retrying those would only add load to a backend that is shedding it.
+  if (
+    error instanceof CallerCancelled ||
+    error instanceof BulkheadRejectedError ||
+    error instanceof BrokenCircuitError ||
+    error instanceof TaskCancelledError
+  )
+    return false;
   if (error instanceof McpError) {
     return error.code === ErrorCode.ConnectionClosed || error.code === ErrorCode.RequestTimeout;
   }

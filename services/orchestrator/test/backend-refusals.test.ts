@@ -142,4 +142,29 @@ describe('backend refusals', () => {
       [],
     );
   });
+  it('does not retry an idempotent call refused at capacity', async () => {
+    const backend = await startGateBackend();
+    const gateway = await startGateway(
+      `backends:\n  - {id: sat, url: "${backend.url}", resilience: {maxConcurrent: 1, retries: 3}}\n${TOKENS}`,
+      { redis: false },
+    );
+    const post = (method: string, params: Record<string, unknown>) =>
+      postModern(gateway.mcpUrl, method, params, { headers: ALICE });
+    expect(resultText(await post('tools/call', { name: 'echo', arguments: {} }))).toBe('echo');
+    // One call runs and one waits: the backend is full.
+    const held = [1, 2].map(() => post('tools/call', { name: 'hold', arguments: {} }));
+    await waitFor(() => backend.state.arrived === 1, 5000, 'one call running');
+
+    // tools/list is idempotent, so transport failures are retried (after 50, 100, 200 ms).
+    // Refused at capacity it must not be: the backend frees its slots from now on, and a
+    // retry would find one.
+    const listing = post('tools/list', {});
+    const releasing = setInterval(() => backend.release(), 20);
+    try {
+      expect(reasonOf(await listing)).toBe('overloaded');
+      await Promise.all(held);
+    } finally {
+      clearInterval(releasing);
+    }
+  });
 });
