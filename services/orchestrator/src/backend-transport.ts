@@ -131,6 +131,49 @@ interface DirectCall {
   arm(): void;
 }
 
+/**
+ * The signal of one call's POST: ends that POST alone when the call is cancelled or times out,
+ * and every one when the transport closes. A backend does not answer a request it was told
+ * is cancelled, so its response stream (or, from a backend that answers in JSON, its
+ * response) would otherwise stay open for as long as the backend's session: one connection
+ * of the pool and the stream's reader per cancelled call, for good.
+ *
+ * undici takes anything with `addEventListener` as a request's signal; this is that, without
+ * an `AbortController` per call. It registers the one listener undici gives it on the
+ * transport's signal too, so closing the transport still ends the POST.
+ */
+class PostSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  #listener: (() => void) | undefined;
+  readonly #transport: AbortSignal;
+
+  constructor(transport: AbortSignal) {
+    this.#transport = transport;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listener = listener;
+    this.#transport.addEventListener('abort', listener, { once: true });
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    if (this.#listener !== listener) return;
+    this.#listener = undefined;
+    this.#transport.removeEventListener('abort', listener);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const listener = this.#listener;
+    if (listener === undefined) return;
+    this.removeEventListener('abort', listener);
+    listener();
+  }
+}
+
 /** What an aborted call rejects with (as the SDK's protocol does). */
 export function cancelledError(reason: unknown): McpError {
   return reason instanceof McpError
@@ -230,6 +273,7 @@ export class HttpBackendTransport implements Transport {
         return;
       }
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const post = new PostSignal(this.#abort.signal);
       const settle = () => {
         this.#calls.delete(id);
         clearTimeout(timer);
@@ -243,6 +287,8 @@ export class HttpBackendTransport implements Transport {
           method: 'notifications/cancelled',
           params: { requestId: id, reason: String(reason) },
         } as JSONRPCMessage).catch((e: unknown) => this.onerror?.(e as Error));
+        // The backend is told on its own POST; this one's answer is not coming.
+        post.abort(error);
         reject(error);
       };
       const onAbort = () => cancel(cancelledError(signal?.reason), signal?.reason);
@@ -270,7 +316,7 @@ export class HttpBackendTransport implements Transport {
       this.#calls.set(id, entry);
       signal?.addEventListener('abort', onAbort, { once: true });
       entry.arm();
-      this.#post(message, options.headers, options.trace).catch((error: unknown) => {
+      this.#post(message, options.headers, options.trace, post).catch((error: unknown) => {
         if (this.#calls.get(id) === entry) entry.reject(error);
       });
     });
@@ -314,10 +360,12 @@ export class HttpBackendTransport implements Transport {
     this.onmessage?.(message);
   }
 
+  /** POST one message; `signal` ends this POST alone (a call's), else only closing does. */
   async #post(
     message: JSONRPCMessage,
     extra?: Readonly<Record<string, string>>,
     trace?: Context,
+    signal: PostSignal | AbortSignal = this.#abort.signal,
   ): Promise<void> {
     if (this.#closed) throw new Error('transport closed');
     const headers = this.#requestHeaders(
@@ -329,7 +377,7 @@ export class HttpBackendTransport implements Transport {
       headers,
       body: JSON.stringify(message),
       dispatcher: this.#dispatcher,
-      signal: this.#abort.signal,
+      signal,
     });
     const sessionId = response.headers['mcp-session-id'];
     if (typeof sessionId === 'string' && sessionId) this.sessionId = sessionId;
@@ -351,7 +399,7 @@ export class HttpBackendTransport implements Transport {
     const requestId = isRequest(message) ? message.id : undefined;
     if (contentType.includes('text/event-stream')) {
       // Not awaited: the answer may come after progress, log lines or nested requests.
-      void this.#readStream(response.body, requestId);
+      void this.#readStream(response.body, requestId, signal);
       return;
     }
     const text = await this.#readBody(response);
@@ -409,6 +457,7 @@ export class HttpBackendTransport implements Transport {
   async #readStream(
     body: Dispatcher.ResponseData['body'],
     requestId?: string | number,
+    signal: PostSignal | AbortSignal = this.#abort.signal,
   ): Promise<string | undefined> {
     let answered = requestId === undefined;
     const decoder = new StringDecoder('utf8');
@@ -456,9 +505,11 @@ export class HttpBackendTransport implements Transport {
       parser.push(decoder.end());
       await deliver();
     } catch (error) {
-      if (!this.#closed) this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      // Ended on purpose (the call was cancelled, or the transport closed): nothing to report.
+      if (!this.#closed && !signal.aborted)
+        this.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
-    if (!answered && requestId !== undefined && !this.#closed) {
+    if (!answered && requestId !== undefined && !this.#closed && !signal.aborted) {
       this.#dispatch({
         jsonrpc: '2.0',
         id: requestId,

@@ -29,6 +29,8 @@ const sse = (res: ServerResponse, message: unknown) =>
 /** A scripted backend: what it answers depends on the method. */
 async function scriptedBackend(maxMessageBytes?: number) {
   const received: Received[] = [];
+  /** Requests whose response the client ended before the server did, by method. */
+  const dropped: string[] = [];
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (c) => {
@@ -38,6 +40,9 @@ async function scriptedBackend(maxMessageBytes?: number) {
       const message = JSON.parse(text) as Received['message'];
       received.push({ message, headers: req.headers });
       const { id, method } = message;
+      res.on('close', () => {
+        if (!res.writableFinished) dropped.push(String(method));
+      });
       if (id === undefined) {
         res.writeHead(202).end();
         return;
@@ -113,6 +118,10 @@ async function scriptedBackend(maxMessageBytes?: number) {
           res.on('close', () => clearInterval(timer));
           return;
         }
+        case 'hang-json':
+          // Never answers, not even with headers (as a backend answering in JSON would not
+          // answer a call it was told is cancelled).
+          return;
         default: // hang
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.flushHeaders();
@@ -135,7 +144,7 @@ async function scriptedBackend(maxMessageBytes?: number) {
     received
       .filter((r) => r.message.method === 'notifications/cancelled')
       .map((r) => r.message.params?.requestId);
-  return { transport, received, others, cancelled };
+  return { transport, received, others, cancelled, dropped };
 }
 
 describe('HttpBackendTransport.call', () => {
@@ -220,6 +229,31 @@ describe('HttpBackendTransport.call', () => {
       transport.call('echo', {}, { timeoutMs: 5_000, signal: gone.signal }),
     ).rejects.toBeInstanceOf(McpError);
     expect(received.filter((r) => r.message.method === 'echo')).toEqual([]);
+  });
+
+  it("ends a cancelled or timed-out call's POST, which the backend will not answer", async () => {
+    const { transport, cancelled, received, dropped, others } = await scriptedBackend();
+    const errors: Error[] = [];
+    transport.onerror = (e) => errors.push(e);
+    const controller = new AbortController();
+    const calls = [
+      transport.call('hang', {}, { timeoutMs: 5_000, signal: controller.signal }),
+      transport.call('hang-json', {}, { timeoutMs: 5_000, signal: controller.signal }),
+      transport.call('hang', {}, { timeoutMs: 100 }),
+    ];
+    await expect.poll(() => received.length).toBe(3);
+    controller.abort('client gave up');
+    for (const call of calls) await expect(call).rejects.toBeInstanceOf(McpError);
+    await expect.poll(cancelled).toHaveLength(3);
+    // The server saw each response ended by the client: no connection held for it.
+    await expect.poll(() => [...dropped].sort()).toEqual(['hang', 'hang', 'hang-json']);
+    // Ended on purpose: neither reported as a failure nor handed to the SDK client.
+    expect(errors).toEqual([]);
+    expect(others).toEqual([]);
+    // And the transport carries on.
+    await expect(transport.call('echo', { a: 2 }, { timeoutMs: 5_000 })).resolves.toEqual({
+      echoed: { a: 2 },
+    });
   });
 
   it("sends the call's headers and trace context with the configured ones", async () => {
