@@ -28,10 +28,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
 import { cpuMs, printStderrTails, quantile } from './measure.ts';
+import { fleetCommand, peers } from './peers.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -58,27 +59,9 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS
 }
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
-const started: ServiceProcess[] = [];
-/** The fleet's processes run with the images' flags; the backend with Node's defaults. */
-const fleetCommand = (script: string, rest: string[] = [], flags: string[] = []) => ({
-  command: process.execPath,
-  args: [
-    '--no-memory-reducer',
-    ...flags,
-    ...(script.endsWith('.js') ? [] : ['--import', 'tsx']),
-    script,
-    ...rest,
-  ],
-});
-async function start(command: { command: string; args: string[] }, env: Record<string, string>) {
-  const service = await startServiceProcess({
-    ...command,
-    env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
-    readyTimeoutMs: 30_000,
-  });
-  started.push(service);
-  return service;
-}
+const fleet = peers();
+const start = (command: { command: string; args: string[] }, env: Record<string, string>) =>
+  fleet.start(command, { env });
 
 interface Side {
   name: 'A' | 'B';
@@ -242,10 +225,10 @@ try {
   console.log(`\nB/A per-round medians: ${ratios.map((r) => r.toFixed(2)).join(' ')}`);
   for (const side of sides) await Promise.all([side.one, ...side.many].map((c) => c.close()));
 } catch (error) {
-  printStderrTails(started);
+  printStderrTails(fleet.started);
   throw error;
 } finally {
-  for (const p of started.reverse()) await p.stop().catch(() => undefined);
+  await fleet.stopAll();
   // The sides' audit queues (no worker reads them: ~30,000 jobs a run) and registries.
   const redis = new Redis({ host: '127.0.0.1', port: 6379 });
   const keys = await redis.keys(`*${prefix}*`);

@@ -37,10 +37,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ServiceProcess, sourceCommand, startServiceProcess } from '@fleet/test-fixtures';
+import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
 import { cpuMs, median, printStderrTails, quantile } from './measure.ts';
+import { fleetCommand, peers } from './peers.ts';
 
 const quick = process.argv.includes('--quick');
 // Steady state is what a long-running gateway serves: every path first gets this much
@@ -61,46 +62,28 @@ const ROUNDS = quick ? 1 : 3;
 const CONCURRENCY = 32;
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
-const started: ServiceProcess[] = [];
+const fleet = peers();
+const { started } = fleet;
 /**
- * How a peer runs: the gateway from its build; the interceptor services' bench script under
- * tsx but resolving the kit to its build (no `@fleet/source` condition); both with the
- * images' node flags; the backend fixture from source with Node's defaults (it is the same
- * in every row, the direct one included).
+ * How a peer runs: the gateway from its build and the interceptor services' bench script under
+ * tsx but resolving the kit to its build (no `@fleet/source` condition), both with the images'
+ * node flags (`fleetCommand`); the backend fixture from source with Node's defaults (it is the
+ * same in every row, the direct one included).
  */
-type Build = 'compiled' | 'source';
-function commandOf(script: string, args: string[], build: Build) {
-  if (build === 'source') return sourceCommand(script, args);
-  // As the images run the fleet's request-path services (deploy/docker/Dockerfile).
-  const flags = ['--no-memory-reducer'];
-  if (script.endsWith('.js'))
-    return { command: process.execPath, args: [...flags, script, ...args] };
-  return { command: process.execPath, args: [...flags, '--import', 'tsx', script, ...args] };
-}
-interface StartOptions {
-  env?: Record<string, string>;
-  cwd?: string;
-  args?: string[];
-  build?: Build;
-}
-
-async function start(
+function start(
   script: string,
-  { env = {}, cwd, args = [], build = 'compiled' }: StartOptions = {},
+  {
+    env = {},
+    cwd,
+    args = [],
+  }: { env?: Record<string, string>; cwd?: string; args?: string[] } = {},
 ): Promise<ServiceProcess> {
-  const process_ = await startServiceProcess({
-    ...commandOf(script, args, build),
-    env: { PORT: '0', LOG_LEVEL: 'warn', OTEL_TRACES_EXPORTER: 'none', ...env },
-    ...(cwd ? { cwd } : {}),
-    readyTimeoutMs: 30_000,
-  });
-  started.push(process_);
-  return process_;
+  return fleet.start(fleetCommand(script, args), { env, ...(cwd ? { cwd } : {}) });
 }
 
 const prefix = `bench-${randomUUID().slice(0, 8)}`;
 const dir = mkdtempSync(join(tmpdir(), 'fleet-bench-'));
-const backend = await start(here('./backend.ts'), { build: 'source' });
+const backend = await fleet.start(sourceCommand(here('./backend.ts'), []));
 /** The floor: the chain's processes and exchanges with no logic (bench/floor.ts). */
 async function startFloor(): Promise<{ url: string; peers: ServiceProcess[] }> {
   const services = await Promise.all(
@@ -294,7 +277,7 @@ try {
   printStderrTails(started);
   throw error;
 } finally {
-  await Promise.all(started.map((p) => p.stop()));
+  await fleet.stopAll();
   const redis = new Redis({ host: '127.0.0.1', port: 6379 });
   const keys = await redis.keys(`*${prefix}*`);
   if (keys.length > 0) await redis.del(...keys);
