@@ -25,10 +25,13 @@ import {
   BrokenCircuitError,
   BulkheadRejectedError,
   type CircuitBreakerPolicy,
+  CircuitState,
   ConsecutiveBreaker,
   circuitBreaker,
+  DelegateBackoff,
   ExponentialBackoff,
   handleWhen,
+  type IHalfOpenAfterBackoffContext,
   type RetryPolicy,
   retry,
   TaskCancelledError,
@@ -130,6 +133,17 @@ class CallerCancelled extends Error {
 }
 
 /**
+ * The half-open circuit's trial call, cancelled by its caller: it showed neither that the
+ * backend recovered nor that it still fails. cockatiel closes the circuit on any outcome its
+ * policy does not count as a failure, so this one is counted, and re-opens the circuit with no
+ * wait (`halfOpenAfter` in the constructor): the next call is the trial, as if this one had
+ * never been made, and the calls that waited for this trial wait for that one. Not for another
+ * `breaker.resetMs`: that would refuse calls for nothing the backend did, and a client that
+ * cancels each trial would keep the circuit open.
+ */
+class CancelledTrial extends CallerCancelled {}
+
+/**
  * The error a client sees for a failed backend call: the backend's own JSON-RPC error
  * passes through with its code, message (without the SDK's "MCP error N:" prefix, which
  * the client side adds again) and data; a transport failure is -32603 naming the backend.
@@ -212,15 +226,20 @@ export class Backend {
     this.#hooks = hooks;
     this.#log = log;
     const { breaker, maxConcurrent, retries } = config.resilience;
-    const failures = handleWhen(isTransportFailure);
-    this.#breaker = circuitBreaker(failures, {
-      halfOpenAfter: breaker.resetMs,
-      breaker: new ConsecutiveBreaker(breaker.failures),
-    });
+    this.#breaker = circuitBreaker(
+      // A cancelled trial is counted only so that it does not close the circuit.
+      handleWhen((error) => isTransportFailure(error) || error instanceof CancelledTrial),
+      {
+        halfOpenAfter: new DelegateBackoff<IHalfOpenAfterBackoffContext>(({ result }) =>
+          'error' in result && result.error instanceof CancelledTrial ? 0 : breaker.resetMs,
+        ),
+        breaker: new ConsecutiveBreaker(breaker.failures),
+      },
+    );
     this.#gate = new FairGate({ maxRunning: maxConcurrent, maxQueued: maxConcurrent });
     this.#retry =
       retries > 0
-        ? retry(failures, {
+        ? retry(handleWhen(isTransportFailure), {
             maxAttempts: retries,
             backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 2000 }),
           })
@@ -370,10 +389,14 @@ export class Backend {
     const fairness = options.fairness ?? GATEWAY_FAIRNESS_KEY;
     // What fails after the caller cancelled is no news of the backend (see CallerCancelled).
     const sent = signal
-      ? () =>
-          send().catch((error: unknown) => {
-            throw signal.aborted ? new CallerCancelled(error) : error;
-          })
+      ? () => {
+          // The breaker runs a call outside its Closed state only as the half-open trial.
+          const trial = this.#breaker.state !== CircuitState.Closed;
+          return send().catch((error: unknown) => {
+            if (!signal.aborted) throw error;
+            throw trial ? new CancelledTrial(error) : new CallerCancelled(error);
+          });
+        }
       : send;
     const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(sent), signal);
     try {
