@@ -61,6 +61,14 @@ export interface ServerToClientRequest {
  */
 export type BackendRefusalReason = 'overloaded' | 'circuit_open';
 
+/**
+ * Whose backend call it was (`fleet.call.origin`): `client`, a client's request forwarded to
+ * the backend (the calls `fleet.backend.duration` counts); `gateway`, one the gateway makes
+ * itself ({@link GATEWAY_FAIRNESS_KEY}: reading a backend's lists, on connecting or for the
+ * tool schema cache, subscribing again after a reconnect, the log level).
+ */
+export type BackendCallOrigin = 'client' | 'gateway';
+
 /** How often a backend's refusals are logged: the first, then at most once per this. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
@@ -81,7 +89,7 @@ export interface BackendHooks {
    */
   onConnected?(backend: Backend, again: boolean): void;
   /** A call was refused without being sent (counted: `fleet.backend.refusals`). */
-  onRefused?(backend: Backend, reason: BackendRefusalReason): void;
+  onRefused?(backend: Backend, reason: BackendRefusalReason, origin: BackendCallOrigin): void;
 }
 
 /** Options for one backend call. */
@@ -409,14 +417,19 @@ export class Backend {
   }
 
   /**
-   * A call of `fairness` was refused for `reason`: counted (`onRefused`), and logged at most
-   * once a minute. An `overloaded` line names the call's fairness key (its principal's id
-   * scrubbed), which is always one with the most calls waiting: the {@link FairGate} refuses
-   * the newest call of the key with the most, or a newcomer whose key has as many.
+   * A call of `fairness` was refused for `reason`: counted (`onRefused`, by origin), and logged
+   * at most once a minute, whoever made it. An `overloaded` line names the call's fairness key
+   * (its principal's id scrubbed), which is always one with the most calls waiting: the
+   * {@link FairGate} refuses the newest call of the key with the most, or a newcomer whose key
+   * has as many.
    */
   #refused(reason: BackendRefusalReason, fairness: string): void {
     try {
-      this.#hooks.onRefused?.(this, reason);
+      this.#hooks.onRefused?.(
+        this,
+        reason,
+        fairness === GATEWAY_FAIRNESS_KEY ? 'gateway' : 'client',
+      );
     } catch {
       // Counting a refusal never changes what the caller is told.
     }
