@@ -99,21 +99,38 @@ describe('createFleetMetrics', () => {
     ]);
   });
 
-  it('counts backend refusals by backend id and reason', async () => {
+  it('counts backend refusals by backend id, reason and origin', async () => {
     const { fleet, collect } = setup();
-    fleet.countBackendRefusal('fx', 'overloaded');
-    fleet.countBackendRefusal('fx', 'overloaded');
-    fleet.countBackendRefusal('fx', 'circuit_open');
+    fleet.countBackendRefusal('fx', 'overloaded', 'client');
+    fleet.countBackendRefusal('fx', 'overloaded', 'client');
+    fleet.countBackendRefusal('fx', 'circuit_open', 'client');
+    fleet.countBackendRefusal('fx', 'circuit_open', 'gateway');
     const refusals = (await collect()).get(METRIC.BACKEND_REFUSALS);
     expect(refusals?.dataPointType).toBe(DataPointType.SUM);
     expect(refusals?.descriptor.unit).toBe('{call}');
     expect(refusals?.dataPoints).toEqual([
       expect.objectContaining({
-        attributes: { 'fleet.backend.id': 'fx', 'fleet.refusal.reason': 'overloaded' },
+        attributes: {
+          'fleet.backend.id': 'fx',
+          'fleet.refusal.reason': 'overloaded',
+          'fleet.call.origin': 'client',
+        },
         value: 2,
       }),
       expect.objectContaining({
-        attributes: { 'fleet.backend.id': 'fx', 'fleet.refusal.reason': 'circuit_open' },
+        attributes: {
+          'fleet.backend.id': 'fx',
+          'fleet.refusal.reason': 'circuit_open',
+          'fleet.call.origin': 'client',
+        },
+        value: 1,
+      }),
+      expect.objectContaining({
+        attributes: {
+          'fleet.backend.id': 'fx',
+          'fleet.refusal.reason': 'circuit_open',
+          'fleet.call.origin': 'gateway',
+        },
         value: 1,
       }),
     ]);
@@ -143,7 +160,7 @@ describe('createFleetMetrics', () => {
       fleet.recordInterceptor(1, { interceptor: 'i', outcome: 'allowed' });
       fleet.countAbort({ type: 'validation' });
       fleet.recordBackend(1, { backend: 'b', method: 'm', status: 'ok' });
-      fleet.countBackendRefusal('b', 'overloaded');
+      fleet.countBackendRefusal('b', 'overloaded', 'client');
     }).not.toThrow();
   });
 

@@ -118,9 +118,13 @@ export function createFleetMetrics(meter: Meter): FleetMetrics {
       ),
     countRejection: (kind) =>
       guarded(() => rejections.add(1, { [ATTR.FLEET_REJECTION_KIND]: kind })),
-    countBackendRefusal: (backend, reason) =>
+    countBackendRefusal: (backend, reason, origin) =>
       guarded(() =>
-        refusals.add(1, { [ATTR.FLEET_BACKEND_ID]: backend, [ATTR.FLEET_REFUSAL_REASON]: reason }),
+        refusals.add(1, {
+          [ATTR.FLEET_BACKEND_ID]: backend,
+          [ATTR.FLEET_REFUSAL_REASON]: reason,
+          [ATTR.FLEET_CALL_ORIGIN]: origin,
+        }),
       ),
     recordBackend: (durationMs, a) =>
       guarded(() =>

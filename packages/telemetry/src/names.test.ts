@@ -61,6 +61,7 @@ describe('FLEET_NAMES', () => {
         'fleet.pins.action',
         'fleet.rejection.kind',
         'fleet.refusal.reason',
+        'fleet.call.origin',
       ]),
     );
     expect(METRIC).toEqual({

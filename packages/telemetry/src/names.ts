@@ -107,6 +107,13 @@ export const FLEET_NAMES = {
      * `circuit_open` (the backend's circuit breaker is open).
      */
     FLEET_REFUSAL_REASON: 'fleet.refusal.reason',
+    /**
+     * Whose backend call the gateway refused (see `fleet.backend.refusals`): `client` (a
+     * client's request forwarded to the backend, the calls `fleet.backend.duration` counts) or
+     * `gateway` (a call the gateway makes itself: reading a backend's lists on connecting or
+     * for the tool schema cache, subscribing again after a reconnect, the log level).
+     */
+    FLEET_CALL_ORIGIN: 'fleet.call.origin',
     /** How the gateway answered a request: `ok` `denied` `error`. */
     FLEET_REQUEST_STATUS: 'fleet.request.status',
     /**
@@ -174,8 +181,9 @@ export const FLEET_NAMES = {
     INGRESS_REJECTIONS: 'fleet.ingress.rejections',
     /**
      * Counter ({call}): backend calls the gateway refused without sending them, by
-     * `fleet.backend.id` and `fleet.refusal.reason` (`overloaded`, `circuit_open`). Never by
-     * principal: who floods a backend is in the gateway's log, not in a label.
+     * `fleet.backend.id`, `fleet.refusal.reason` (`overloaded`, `circuit_open`) and
+     * `fleet.call.origin` (`client`, `gateway`). Never by principal: who floods a backend is in
+     * the gateway's log, not in a label.
      */
     BACKEND_REFUSALS: 'fleet.backend.refusals',
     /**

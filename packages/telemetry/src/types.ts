@@ -204,6 +204,9 @@ export interface FleetMetrics {
   recordBackend(durationMs: number, attributes: BackendMetricAttributes): void;
   /** `fleet.ingress.rejections` += 1, by `fleet.rejection.kind`. */
   countRejection(kind: string): void;
-  /** `fleet.backend.refusals` += 1, by `fleet.backend.id` and `fleet.refusal.reason`. */
-  countBackendRefusal(backend: string, reason: string): void;
+  /**
+   * `fleet.backend.refusals` += 1, by `fleet.backend.id`, `fleet.refusal.reason` and
+   * `fleet.call.origin` (`client` | `gateway`).
+   */
+  countBackendRefusal(backend: string, reason: string, origin: string): void;
 }

@@ -112,7 +112,7 @@ export function createOrchestrator(deps: OrchestratorDeps): Orchestrator {
             return gateway.onServerRequest(b, r, signal);
           },
           onConnected: (b, again) => gateway?.onBackendConnected(b, again),
-          onRefused: (b, reason) => telemetry.recordBackendRefusal(b.id, reason),
+          onRefused: (b, reason, origin) => telemetry.recordBackendRefusal(b.id, reason, origin),
         },
         log,
         { maxMessageBytes: config.limits.maxBackendMessageBytes },

@@ -25,10 +25,13 @@ import {
   BrokenCircuitError,
   BulkheadRejectedError,
   type CircuitBreakerPolicy,
+  CircuitState,
   ConsecutiveBreaker,
   circuitBreaker,
+  DelegateBackoff,
   ExponentialBackoff,
   handleWhen,
+  type IHalfOpenAfterBackoffContext,
   type RetryPolicy,
   retry,
   TaskCancelledError,
@@ -58,6 +61,14 @@ export interface ServerToClientRequest {
  */
 export type BackendRefusalReason = 'overloaded' | 'circuit_open';
 
+/**
+ * Whose backend call it was (`fleet.call.origin`): `client`, a client's request forwarded to
+ * the backend (the calls `fleet.backend.duration` counts); `gateway`, one the gateway makes
+ * itself ({@link GATEWAY_FAIRNESS_KEY}: reading a backend's lists, on connecting or for the
+ * tool schema cache, subscribing again after a reconnect, the log level).
+ */
+export type BackendCallOrigin = 'client' | 'gateway';
+
 /** How often a backend's refusals are logged: the first, then at most once per this. */
 const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
@@ -78,7 +89,7 @@ export interface BackendHooks {
    */
   onConnected?(backend: Backend, again: boolean): void;
   /** A call was refused without being sent (counted: `fleet.backend.refusals`). */
-  onRefused?(backend: Backend, reason: BackendRefusalReason): void;
+  onRefused?(backend: Backend, reason: BackendRefusalReason, origin: BackendCallOrigin): void;
 }
 
 /** Options for one backend call. */
@@ -128,6 +139,17 @@ class CallerCancelled extends Error {
     super('cancelled by the caller');
   }
 }
+
+/**
+ * The half-open circuit's trial call, cancelled by its caller: it showed neither that the
+ * backend recovered nor that it still fails. cockatiel closes the circuit on any outcome its
+ * policy does not count as a failure, so this one is counted, and re-opens the circuit with no
+ * wait (`halfOpenAfter` in the constructor): the next call is the trial, as if this one had
+ * never been made, and the calls that waited for this trial wait for that one. Not for another
+ * `breaker.resetMs`: that would refuse calls for nothing the backend did, and a client that
+ * cancels each trial would keep the circuit open.
+ */
+class CancelledTrial extends CallerCancelled {}
 
 /**
  * The error a client sees for a failed backend call: the backend's own JSON-RPC error
@@ -212,15 +234,20 @@ export class Backend {
     this.#hooks = hooks;
     this.#log = log;
     const { breaker, maxConcurrent, retries } = config.resilience;
-    const failures = handleWhen(isTransportFailure);
-    this.#breaker = circuitBreaker(failures, {
-      halfOpenAfter: breaker.resetMs,
-      breaker: new ConsecutiveBreaker(breaker.failures),
-    });
+    this.#breaker = circuitBreaker(
+      // A cancelled trial is counted only so that it does not close the circuit.
+      handleWhen((error) => isTransportFailure(error) || error instanceof CancelledTrial),
+      {
+        halfOpenAfter: new DelegateBackoff<IHalfOpenAfterBackoffContext>(({ result }) =>
+          'error' in result && result.error instanceof CancelledTrial ? 0 : breaker.resetMs,
+        ),
+        breaker: new ConsecutiveBreaker(breaker.failures),
+      },
+    );
     this.#gate = new FairGate({ maxRunning: maxConcurrent, maxQueued: maxConcurrent });
     this.#retry =
       retries > 0
-        ? retry(failures, {
+        ? retry(handleWhen(isTransportFailure), {
             maxAttempts: retries,
             backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 2000 }),
           })
@@ -370,10 +397,14 @@ export class Backend {
     const fairness = options.fairness ?? GATEWAY_FAIRNESS_KEY;
     // What fails after the caller cancelled is no news of the backend (see CallerCancelled).
     const sent = signal
-      ? () =>
-          send().catch((error: unknown) => {
-            throw signal.aborted ? new CallerCancelled(error) : error;
-          })
+      ? () => {
+          // The breaker runs a call outside its Closed state only as the half-open trial.
+          const trial = this.#breaker.state !== CircuitState.Closed;
+          return send().catch((error: unknown) => {
+            if (!signal.aborted) throw error;
+            throw trial ? new CancelledTrial(error) : new CallerCancelled(error);
+          });
+        }
       : send;
     const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(sent), signal);
     try {
@@ -386,14 +417,19 @@ export class Backend {
   }
 
   /**
-   * A call of `fairness` was refused for `reason`: counted (`onRefused`), and logged at most
-   * once a minute. An `overloaded` line names the call's fairness key (its principal's id
-   * scrubbed), which is always one with the most calls waiting: the {@link FairGate} refuses
-   * the newest call of the key with the most, or a newcomer whose key has as many.
+   * A call of `fairness` was refused for `reason`: counted (`onRefused`, by origin), and logged
+   * at most once a minute, whoever made it. An `overloaded` line names the call's fairness key
+   * (its principal's id scrubbed), which is always one with the most calls waiting: the
+   * {@link FairGate} refuses the newest call of the key with the most, or a newcomer whose key
+   * has as many.
    */
   #refused(reason: BackendRefusalReason, fairness: string): void {
     try {
-      this.#hooks.onRefused?.(this, reason);
+      this.#hooks.onRefused?.(
+        this,
+        reason,
+        fairness === GATEWAY_FAIRNESS_KEY ? 'gateway' : 'client',
+      );
     } catch {
       // Counting a refusal never changes what the caller is told.
     }

@@ -66,9 +66,10 @@ export interface GatewayTelemetry {
   recordRejection(kind: string): void;
   /**
    * The gateway refused a call to `backend` without sending it: `reason` `overloaded` (its
-   * `resilience.maxConcurrent` slots and queue are full) or `circuit_open`.
+   * `resilience.maxConcurrent` slots and queue are full) or `circuit_open`; `origin` `client`
+   * (a client's request, as `recordBackend` counts) or `gateway` (one the gateway makes itself).
    */
-  recordBackendRefusal(backend: string, reason: string): void;
+  recordBackendRefusal(backend: string, reason: string, origin: string): void;
 }
 
 /** `method` as an error message quotes it: a made-up name can be as long as the body. */
@@ -198,7 +199,8 @@ export function createGatewayTelemetry(): GatewayTelemetry {
         phase: o.phase,
       }),
     recordRejection: (kind) => fleet.countRejection(kind),
-    recordBackendRefusal: (backend, reason) => fleet.countBackendRefusal(backend, reason),
+    recordBackendRefusal: (backend, reason, origin) =>
+      fleet.countBackendRefusal(backend, reason, origin),
     recordBackend: (id, method, durationMs, errorType) =>
       fleet.recordBackend(durationMs, {
         backend: id,

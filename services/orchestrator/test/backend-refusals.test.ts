@@ -1,7 +1,7 @@
 /**
  * A backend call the gateway refuses without sending it (the backend at capacity, its circuit
- * open) is counted by reason in `fleet_backend_refusals_total`, read with a real Prometheus
- * scrape, and logged at most once a minute per backend: which backend, why, how many since the
+ * open) is counted by reason and by whose call it was (a client's, or the gateway's own) in
+ * `fleet_backend_refusals_total`, read with a real Prometheus scrape, and logged at most once a minute per backend: which backend, why, how many since the
  * last line and, at capacity, whose calls wait the most (the principal's id scrubbed). Real
  * fixture backends over Streamable HTTP, the gateway in this process.
  */
@@ -14,12 +14,19 @@ import { postModern, type RawReply } from './raw-http.ts';
 
 const pipeline = pipelineForFile();
 
-/** `fleet_backend_refusals_total` of `backend` by `fleet_refusal_reason`, from a scrape. */
-async function refusals(backend: string): Promise<Record<string, number>> {
+/**
+ * `fleet_backend_refusals_total` of `backend` by `fleet_refusal_reason`, from a scrape: of the
+ * calls of `origin` (`fleet_call_origin`), else of all.
+ */
+async function refusals(
+  backend: string,
+  origin?: 'client' | 'gateway',
+): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const line of (await pipeline.scrape()).split('\n')) {
     if (!line.startsWith('fleet_backend_refusals_total{')) continue;
     if (!line.includes(`fleet_backend_id="${backend}"`)) continue;
+    if (origin !== undefined && !line.includes(`fleet_call_origin="${origin}"`)) continue;
     const reason = /fleet_refusal_reason="([^"]+)"/.exec(line)?.[1];
     if (reason !== undefined)
       counts[reason] = (counts[reason] ?? 0) + Number(line.split(' ').at(-1));
@@ -52,7 +59,7 @@ describe('backend refusals', () => {
       postModern(gateway.mcpUrl, 'tools/call', { name, arguments: {} }, { headers: ALICE });
     // The first call lists the backend's tools for the schema cache, in the one slot.
     expect(resultText(await call('echo'))).toBe('echo');
-    const before = await refusals('sat');
+    const before = await refusals('sat', 'client');
 
     // One slot and one place in the queue: of three calls, one is refused at once.
     let refused = 0;
@@ -63,7 +70,7 @@ describe('backend refusals', () => {
       });
     const calls = [call('hold'), call('hold'), call('hold')].map(counted);
     await waitFor(() => backend.state.arrived === 1 && refused === 1, 5000, 'one call refused');
-    expect((await refusals('sat')).overloaded ?? 0).toBe((before.overloaded ?? 0) + 1);
+    expect((await refusals('sat', 'client')).overloaded ?? 0).toBe((before.overloaded ?? 0) + 1);
 
     const lines = refusalLines(log.warnings);
     expect(lines).toHaveLength(1);
@@ -80,9 +87,10 @@ describe('backend refusals', () => {
 
     // Within the minute: counted, not logged again.
     expect(reasonOf(await call('hold'))).toBe('overloaded');
-    const after = await refusals('sat');
+    const after = await refusals('sat', 'client');
     expect(after.overloaded ?? 0).toBe((before.overloaded ?? 0) + 2);
     expect(after.circuit_open).toBeUndefined();
+    expect(await refusals('sat', 'gateway')).toEqual({});
     expect(refusalLines(log.warnings)).toHaveLength(1);
 
     backend.release();
@@ -91,7 +99,7 @@ describe('backend refusals', () => {
     expect((await Promise.all(calls)).map(resultText).filter(Boolean)).toEqual(['held', 'held']);
   });
 
-  it('counts a call refused by an open circuit as circuit_open and logs it', async () => {
+  it("counts a call refused by an open circuit as circuit_open, the gateway's own apart from clients', and logs the gateway's own too", async () => {
     const port = await freePort(); // nothing listens here
     const log = recordingLogger();
     const gateway = await startGateway(
@@ -100,18 +108,20 @@ describe('backend refusals', () => {
     );
     const call = () =>
       postModern(gateway.mcpUrl, 'tools/call', { name: 'echo', arguments: { text: 'x' } });
-    const before = await refusals('down');
 
-    // Two failures open the circuit; they were sent (and failed), so no refusal yet.
+    // A tools/call first needs the tool's schema, which the gateway reads itself (tools/list):
+    // two such reads fail and open the circuit; they were sent, so no refusal yet.
     for (let attempt = 0; attempt < 2; attempt++)
       expect(reasonOf(await call())).toBe('unavailable');
-    expect(await refusals('down')).toEqual(before);
+    expect(await refusals('down')).toEqual({});
     expect(refusalLines(log.warnings)).toEqual([]);
 
+    // The third call's schema read is refused: the gateway's own call, counted apart (the
+    // chart's FleetBackendSaturated compares clients' refused calls with fleet_backend_duration,
+    // which counts only clients' calls), and logged like a client's.
     expect(reasonOf(await call())).toBe('circuit_open');
-    const after = await refusals('down');
-    expect(after.circuit_open ?? 0).toBe((before.circuit_open ?? 0) + 1);
-    expect(after.overloaded).toBeUndefined();
+    expect(await refusals('down', 'gateway')).toEqual({ circuit_open: 1 });
+    expect(await refusals('down', 'client')).toEqual({});
     expect(refusalLines(log.warnings).map((l) => l.obj)).toEqual([
       {
         backend: 'down',
@@ -120,6 +130,11 @@ describe('backend refusals', () => {
         reasons: { overloaded: 0, circuit_open: 1 },
       },
     ]);
+
+    // A client's tools/list is forwarded as the client's call: refused, it counts as client's.
+    await postModern(gateway.mcpUrl, 'tools/list', {});
+    expect(await refusals('down', 'client')).toEqual({ circuit_open: 1 });
+    expect(await refusals('down', 'gateway')).toEqual({ circuit_open: 1 });
   });
   it('does not refuse its own list reads of a backend that connects, even with one slot', async () => {
     // The fixture serves tools, prompts and resources: the gateway reads four lists of it on

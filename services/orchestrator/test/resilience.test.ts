@@ -6,6 +6,7 @@ import { freePort, startHttpBackend } from '@fleet/test-fixtures';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { startGateBackend } from './gate-backend.ts';
 import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
 
 async function gatewayFor(url: string, resilience: string): Promise<Client> {
@@ -112,6 +113,41 @@ describe('backend resilience', () => {
     expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'still' } }))).toBe(
       '[fx] still',
     );
+  });
+
+  it('does not close a half-open circuit when the client cancels the trial call: the next call is the trial', async () => {
+    const backend = await startGateBackend();
+    // A `hold` call the test does not release outlasts timeoutMs: it fails (-32001), a
+    // failure the breaker counts.
+    const client = await gatewayFor(
+      backend.url,
+      '{timeoutMs: 1000, breaker: {failures: 2, resetMs: 500}}',
+    );
+    const hold = (label: string, signal?: AbortSignal) =>
+      client.callTool({ name: 'hold', arguments: { label } }, undefined, { signal });
+    const reasonOf = (error: McpError) => (error.data as { reason?: unknown } | undefined)?.reason;
+
+    for (const label of ['fail-1', 'fail-2'])
+      expect(reasonOf(await failure(hold(label)))).toBe('timeout');
+    expect(reasonOf(await failure(hold('refused')))).toBe('circuit_open');
+
+    // After resetMs the next call is the trial; two calls made meanwhile wait for its outcome.
+    await new Promise((r) => setTimeout(r, 600));
+    const controller = new AbortController();
+    const trial = hold('trial', controller.signal);
+    await waitFor(() => backend.state.arrived === 3, 2000, 'the trial at the backend');
+    const waiting = ['waiting-1', 'waiting-2'].map((label) => failure(hold(label)));
+    await new Promise((r) => setTimeout(r, 100));
+    controller.abort('the client gave up');
+    await expect(trial).rejects.toThrow();
+
+    // The cancelled trial showed nothing: one waiting call became the trial at once, and its
+    // failure opened the circuit again for the other. Had the cancellation closed the circuit,
+    // both would have been sent to the failing backend.
+    const reasons = (await Promise.all(waiting)).map(reasonOf).sort();
+    expect(reasons).toEqual(['circuit_open', 'timeout']);
+    expect(backend.state.labels.slice(0, 3)).toEqual(['fail-1', 'fail-2', 'trial']);
+    expect(backend.state.labels.slice(3)).toEqual([expect.stringMatching(/^waiting-/)]);
   });
 
   it('with maxConcurrent 1 queues a second concurrent call and refuses a third as at capacity', async () => {

@@ -210,7 +210,7 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       refused: undefined,
     };
     // One call more than the backend's slots and queue hold: it is refused unsent
-    // (fleet_backend_refusals_total, reason overloaded).
+    // (fleet_backend_refusals_total, reason overloaded, origin client).
     const burst = await Promise.all(
       Array.from({ length: 2 * FX_SLOTS + 1 }, () => client.call('slow', { ms: 1500 })),
     );

@@ -223,7 +223,7 @@ describe('monitoring.prometheusRule', () => {
     expect(rule?.annotations.description).toContain('rejected');
   });
 
-  it('warns when a backend refuses more than thresholds.backendOverloadedRatio of its calls as overloaded, per backend', async () => {
+  it("warns when a backend refuses more than thresholds.backendOverloadedRatio of clients' calls as overloaded, per backend", async () => {
     const rule = ruleNamed(rendered('enabled'), 'FleetBackendSaturated');
     expect(rule?.labels.severity).toBe('warning');
     const [refused, all, ...more] = analyzePromql(rule?.expr ?? '').selectors;
@@ -231,7 +231,11 @@ describe('monitoring.prometheusRule', () => {
       selector?.matchers.filter((m) => m.label !== 'namespace' && m.label !== 'job');
     expect(more).toEqual([]);
     expect(refused?.metric).toBe('fleet_backend_refusals_total');
-    expect(own(refused)).toEqual([{ label: 'fleet_refusal_reason', op: '=', value: 'overloaded' }]);
+    // Clients' calls only: fleet_backend_duration does not count the gateway's own.
+    expect(own(refused)).toEqual([
+      { label: 'fleet_refusal_reason', op: '=', value: 'overloaded' },
+      { label: 'fleet_call_origin', op: '=', value: 'client' },
+    ]);
     expect(all?.metric).toBe('fleet_backend_duration_count');
     expect(own(all)).toEqual([]);
     expect(outputLabels(rule?.expr ?? '')).toEqual(new Set(['fleet_backend_id']));
@@ -607,10 +611,13 @@ describe("against the real services' /metrics", () => {
     expect(run.answers.refused?.error?.code).toBe(-32603);
     expect(run.answers.overloaded?.error?.code).toBe(-32603);
     expect(run.answers.overloaded?.error?.message).toMatch(/at capacity/);
-    // The refusal is counted, by backend and reason.
+    // The refusal is counted, by backend, reason and origin (a client's call).
     expect([
       ...(index.get('fleet_backend_refusals_total')?.labels.get('fleet_refusal_reason') ?? []),
     ]).toEqual(['overloaded']);
+    expect([
+      ...(index.get('fleet_backend_refusals_total')?.labels.get('fleet_call_origin') ?? []),
+    ]).toEqual(['client']);
     const abortTypes = index.get('fleet_chain_aborts_total')?.labels.get('fleet_chain_abort_type');
     expect([...(abortTypes ?? [])]).toEqual(expect.arrayContaining(['validation', 'invocation']));
   });
