@@ -61,6 +61,20 @@ function registrationOf(json: string): string {
   }
 }
 
+/**
+ * Writes a rediscovered registration (ARGV[3]) to field ARGV[1] of hash KEYS[1] only if the
+ * field still holds ARGV[2], the registration as this replica last read or wrote it, and
+ * returns what the field held (nil when absent). The check and the write must be one step:
+ * an admin DELETE or a re-registration on another replica can land between a read and a
+ * write, and a plain HSET would bring the registration back or put back its old token and
+ * overrides. HEXISTS alone would still allow the latter; WATCH/MULTI holds its state on the
+ * connection, which the registry's concurrent rediscoveries share.
+ */
+const REPLACE_IF_HELD = `
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held == ARGV[2] then redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
+return held`;
+
 /** The name the invoke probe asks for: no interceptor server has it. */
 const PROBE_NAME = 'fleet.registry/probe-not-an-interceptor';
 
@@ -121,6 +135,11 @@ interface Entry {
   refreshedAt?: string;
   /** What defines an admin registration as persisted (see {@link registrationOf}). */
   registration?: string;
+  /**
+   * An admin registration as this replica last wrote it to Redis or read it there: a
+   * rediscovery that would persist anything else has news for the other replicas.
+   */
+  persisted?: string;
   /** Whether the service answered the `interceptor/invoke` probe (asked once per entry). */
   servesInvoke?: boolean;
   /** An early rediscovery ({@link Registry.rediscoverSoon}) is in flight. */
@@ -459,6 +478,7 @@ export class Registry {
     );
     entry.registeredAt = persisted.registeredAt;
     entry.registration = registrationOf(json);
+    entry.persisted = json;
     const failure = await this.#discover(entry);
     if (failure && persisted.interceptors && persisted.interceptors.length > 0) {
       // Unreachable from here right now: apply the last known descriptors so their
@@ -506,8 +526,8 @@ export class Registry {
     }
   }
 
-  /** Store an admin registration (with its last known descriptors) and tell the other replicas. */
-  async #persist(redis: Redis, entry: Entry): Promise<void> {
+  /** An admin registration as stored in Redis, with its last known descriptors. */
+  #serialise(entry: Entry): string {
     const persisted: Persisted = {
       url: entry.url,
       overrides: entry.overrides,
@@ -515,10 +535,65 @@ export class Registry {
       interceptors: entry.interceptors,
     };
     if (entry.token) persisted.token = entry.token;
-    const json = JSON.stringify(persisted);
+    return JSON.stringify(persisted);
+  }
+
+  /** Store an admin registration (with its last known descriptors) and tell the other replicas. */
+  async #persist(redis: Redis, entry: Entry): Promise<void> {
+    const json = this.#serialise(entry);
     entry.registration = registrationOf(json);
     await redis.hset(this.#hashKey, entry.id, json);
+    entry.persisted = json;
     await this.#publish('upsert', entry.id);
+  }
+
+  /**
+   * After a rediscovery of `entry`: when it is an admin registration still in force whose
+   * service listed other descriptors than those in Redis, store them and tell the other
+   * replicas, whose chains then follow at once instead of at their own health checks (and a
+   * replica starting while the service is unreachable plans from them). When nothing changed
+   * nothing is sent, so health checks cost Redis nothing, and a replica applying an upsert
+   * starts from the registration it read, so it does not store it again. A Redis failure is
+   * logged and the next health check tries again: this replica's chain follows the service
+   * already.
+   */
+  async #shareRediscovered(entry: Entry): Promise<void> {
+    const { redis } = this.#options;
+    const expected = entry.persisted;
+    // Healthy: the descriptors are what the service listed, not the last known ones kept
+    // through a failure. In force: a removed or replaced registration is not written back.
+    if (
+      !redis ||
+      expected === undefined ||
+      entry.status !== 'healthy' ||
+      this.#entries.get(entry.id) !== entry
+    )
+      return;
+    const json = this.#serialise(entry);
+    if (json === expected) return;
+    try {
+      const held = await redis.eval(REPLACE_IF_HELD, 1, this.#hashKey, entry.id, expected, json);
+      if (held === expected) {
+        entry.persisted = json;
+        this.#options.log.info(
+          { service: entry.id, interceptors: entry.interceptors.map((i) => i.name) },
+          'saved the changed interceptors of a service for the other replicas',
+        );
+        await this.#publish('upsert', entry.id);
+      } else if (typeof held === 'string' && registrationOf(held) === entry.registration) {
+        // Another replica stored other descriptors of this registration (its upsert is on
+        // its way, or was lost): compare with those from now on.
+        entry.persisted = held;
+      }
+      // Otherwise removed or registered again meanwhile: its event, or the next reload of
+      // persisted registrations, replaces this entry.
+    } catch (error) {
+      // Never the registration itself: it holds the service's token.
+      this.#options.log.warn(
+        { service: entry.id, err: String(error) },
+        'could not share the changed interceptors of a service with the other replicas',
+      );
+    }
   }
 
   async #publish(op: 'upsert' | 'delete', id: string): Promise<void> {
@@ -723,6 +798,8 @@ export class Registry {
       if (await this.#rediscover(entry)) changed = true;
     }
     if (changed) this.#rebuild();
+    // After the rebuild: this replica's chain never waits for Redis.
+    for (const entry of this.#entries.values()) await this.#shareRediscovered(entry);
   }
 
   /** Discover `entry` again; true when its status or its interceptors changed. */
@@ -753,9 +830,10 @@ export class Registry {
       'an interceptor service no longer has an interceptor the chain lists; rediscovering it now',
     );
     void this.#rediscover(entry)
-      .then((changed) => {
+      .then(async (changed) => {
         // A replaced or removed entry is no longer in force: its news changes nothing.
         if (changed && this.#entries.get(id) === entry) this.#rebuild();
+        await this.#shareRediscovered(entry);
       })
       .catch((error: unknown) => {
         this.#options.log.warn({ service: id, err: String(error) }, 'rediscovery failed');

@@ -2,17 +2,26 @@
  * The admin API and runtime registration: persisted in Redis, propagated to a second
  * replica sharing it, with the status codes of DESIGN.md §3.
  */
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { allow, defineMutator, defineValidator, listen, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
 import { startRedisServer } from '@fleet/test-fixtures/redis-server';
 import express from 'express';
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminRouter } from '../src/admin.ts';
 import { serviceIdOf, silentLogger } from '../src/app.ts';
 import { Registry } from '../src/registry.ts';
-import { connectClient, defer, serveInterceptors, startGateway, textOf } from './harness.ts';
+import {
+  connectClient,
+  defer,
+  listenLoopback,
+  recordingLogger,
+  serveInterceptors,
+  startGateway,
+  textOf,
+  waitFor,
+} from './harness.ts';
 
 const ADMIN = 'admin-token-123';
 
@@ -521,4 +530,295 @@ describe('admin API', () => {
     };
     expect(listed.services.map((s) => s.id)).toEqual([id]);
   }, 30_000);
+});
+
+/** A validator of `tools/call` requests named `name` that allows everything. */
+const allowing = (name: string) =>
+  defineValidator({
+    name,
+    hooks: [{ events: ['tools/call'], phase: 'request' }],
+    handler: () => allow(),
+  });
+
+/** An admin registration as the registry stores it in Redis. */
+interface StoredRegistration {
+  url: string;
+  token?: string;
+  overrides: Record<string, unknown>;
+  registeredAt: string;
+  interceptors: Array<{ name: string }>;
+}
+
+/** The names of `gateway`'s chain for `tools/call` requests, sorted. */
+async function chainOf(gateway: { base: string }): Promise<string[]> {
+  const res = await admin(gateway.base, '/chain?event=tools/call&phase=request');
+  const body = (await res.json()) as { stages: Array<{ interceptors: Array<{ name: string }> }> };
+  return body.stages.flatMap((stage) => stage.interceptors.map((i) => i.name)).sort();
+}
+
+/** Register `body` on `gateway` through the admin API (201 expected); returns the service id. */
+async function registerOn(gateway: { base: string }, body: Record<string, unknown>) {
+  const res = await admin(gateway.base, '/services', {
+    method: 'POST',
+    body: JSON.stringify(body),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/**
+ * A forwarding proxy in front of an interceptor service: while `hold()` is on, the
+ * `interceptors/list` requests it receives wait for `release()`, so a test can act while a
+ * rediscovery is in flight; `target` is the service it forwards to (set it to redeploy).
+ */
+async function startListGate(target: string) {
+  const held: Array<() => void> = [];
+  const gate = { target, holding: false };
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    if (gate.holding && body.includes('"interceptors/list"'))
+      await new Promise<void>((resolve) => held.push(resolve));
+    const forwarded: Record<string, string> = {};
+    for (const name of ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version']) {
+      const value = req.headers[name];
+      if (typeof value === 'string') forwarded[name] = value;
+    }
+    const answer = await fetch(gate.target, {
+      method: req.method ?? 'POST',
+      headers: forwarded,
+      ...(req.method === 'POST' ? { body } : {}),
+    });
+    const headers: Record<string, string> = {};
+    for (const name of ['content-type', 'mcp-session-id']) {
+      const value = answer.headers.get(name);
+      if (value !== null) headers[name] = value;
+    }
+    res.writeHead(answer.status, headers);
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  const url = `${await listenLoopback(server)}/mcp`;
+  const release = () => {
+    gate.holding = false;
+    for (const resolve of held.splice(0)) resolve();
+  };
+  defer(async () => release());
+  return {
+    url,
+    gate,
+    hold: () => {
+      gate.holding = true;
+    },
+    held: () => held.length,
+    release,
+  };
+}
+
+describe('a service found redeployed with other interceptors', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis({ host: '127.0.0.1', port: 6379 });
+  });
+  afterAll(() => redis.disconnect());
+  const stored = async (prefix: string, id: string) => {
+    const json = await redis.hget(`${prefix}:registry:services`, id);
+    return json === null ? null : (JSON.parse(json) as StoredRegistration);
+  };
+
+  it.each(['its health check', 'an invocation answered unknown_interceptor'] as const)(
+    'is stored by the replica that finds it by %s, and the other replica follows before its own health check',
+    async (trigger) => {
+      const backend = await startHttpBackend({ name: 'fx' });
+      defer(() => backend.close());
+      const token = 'svc-token-1';
+      const first = await serveInterceptors([allowing('kept'), allowing('dropped')], { token });
+      const config = `backends:\n  - {id: fx, url: "${backend.url}"}\n`;
+      const byHealthCheck = trigger === 'its health check';
+      const one = await startGateway(config, {
+        adminToken: ADMIN,
+        healthIntervalMs: byHealthCheck ? 200 : 60_000,
+      });
+      // Its own health check is a minute away: only the first replica's news can reach it in time.
+      const two = await startGateway(config, {
+        adminToken: ADMIN,
+        prefix: one.prefix,
+        healthIntervalMs: 60_000,
+      });
+      const id = await registerOn(one, {
+        url: first.url,
+        token,
+        overrides: { kept: { failOpen: true } },
+      });
+      const registered = await stored(one.prefix, id);
+      await waitFor(async () => (await chainOf(two)).length === 2, 3000, 'the second replica');
+      expect(await chainOf(two)).toEqual(['dropped', 'kept']);
+
+      await first.stop();
+      await serveInterceptors([allowing('kept'), allowing('added')], { token, port: first.port });
+      if (!byHealthCheck) {
+        const client = await connectClient(one.mcpUrl);
+        await expect(
+          client.callTool({ name: 'echo', arguments: { text: 'hi' } }),
+        ).rejects.toMatchObject({
+          data: { failedInterceptor: 'dropped', reason: 'unknown_interceptor' },
+        });
+      }
+
+      await waitFor(
+        async () => JSON.stringify(await chainOf(two)) === '["added","kept"]',
+        3000,
+        'the second replica planning the redeployed service',
+      );
+      // The new descriptors in Redis, the registration (URL, token, overrides, when) as it was.
+      expect(await stored(one.prefix, id)).toEqual({
+        ...registered,
+        interceptors: [
+          expect.objectContaining({ name: 'kept' }),
+          expect.objectContaining({ name: 'added' }),
+        ],
+      });
+    },
+  );
+
+  it('writes and announces nothing while the service is unchanged, and a change once, however many replicas find it', async () => {
+    const first = await serveInterceptors([allowing('kept'), allowing('dropped')]);
+    // Both replicas check every 200 ms.
+    const one = await startGateway('', { adminToken: ADMIN });
+    await startGateway('', { adminToken: ADMIN, prefix: one.prefix });
+    const listener = new Redis({ host: '127.0.0.1', port: 6379 });
+    defer(async () => {
+      listener.disconnect();
+    });
+    const events: string[] = [];
+    listener.on('message', (_channel: string, message: string) => {
+      events.push((JSON.parse(message) as { op: string }).op);
+    });
+    await listener.subscribe(`${one.prefix}:registry:events`);
+    const hash = `${one.prefix}:registry:services`;
+
+    const id = await registerOn(one, { url: first.url });
+    await waitFor(() => events.length === 1, 3000, 'the registration announced');
+    const registered = await redis.hget(hash, id);
+    // Five health checks on each replica.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(events).toEqual(['upsert']);
+    expect(await redis.hget(hash, id)).toBe(registered);
+
+    await first.stop();
+    await serveInterceptors([allowing('kept'), allowing('added')], { port: first.port });
+    await waitFor(
+      async () => (await stored(one.prefix, id))?.interceptors.length === 2 && events.length === 2,
+      3000,
+      'the change stored and announced',
+    );
+    expect((await stored(one.prefix, id))?.interceptors.map((i) => i.name)).toEqual([
+      'kept',
+      'added',
+    ]);
+    const changed = await redis.hget(hash, id);
+    // The replica that did not store it applies it without storing or announcing it again.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(events).toEqual(['upsert', 'upsert']);
+    expect(await redis.hget(hash, id)).toBe(changed);
+  });
+
+  it.each([
+    ['removed', (hash: string, id: string) => redis.hdel(hash, id)],
+    [
+      'registered again',
+      (hash: string, id: string, url: string) =>
+        redis.hset(
+          hash,
+          id,
+          JSON.stringify({
+            url,
+            overrides: { kept: { failOpen: true } },
+            registeredAt: '2030-01-01T00:00:00.000Z',
+          }),
+        ),
+    ],
+  ] as const)(
+    'is not written over a registration %s on another replica while it was being found',
+    async (what, change) => {
+      const before = await serveInterceptors([allowing('kept')]);
+      const after = await serveInterceptors([allowing('kept'), allowing('added')]);
+      const service = await startListGate(before.url);
+      const gateway = await startGateway('', { adminToken: ADMIN });
+      const id = await registerOn(gateway, { url: service.url });
+      const hash = `${gateway.prefix}:registry:services`;
+      const url = (await stored(gateway.prefix, id))?.url ?? '';
+
+      // A health check is listing the redeployed service when another replica changes the
+      // registration; its event has not arrived yet.
+      service.hold();
+      service.gate.target = after.url;
+      await waitFor(() => service.held() > 0, 3000, 'a rediscovery in flight');
+      await change(hash, id, url);
+      service.release();
+
+      // The next health check reloads the registration from Redis: there is none to reload, or
+      // the other replica's.
+      const services = async () =>
+        (
+          (await (await admin(gateway.base, '/services')).json()) as {
+            services: Array<{ registeredAt: string }>;
+          }
+        ).services;
+      if (what === 'removed') {
+        await waitFor(async () => (await services()).length === 0, 3000, 'the removal applied');
+        expect(await redis.hexists(hash, id)).toBe(0);
+      } else {
+        await waitFor(
+          async () => (await services())[0]?.registeredAt === '2030-01-01T00:00:00.000Z',
+          3000,
+          'the other registration applied',
+        );
+        expect(await stored(gateway.prefix, id)).toMatchObject({
+          overrides: { kept: { failOpen: true } },
+          registeredAt: '2030-01-01T00:00:00.000Z',
+        });
+      }
+    },
+  );
+
+  it('is stored once Redis is back when Redis was down, the chain following at once and a warning without the token logged', async () => {
+    const server = await startRedisServer({ durable: true });
+    const token = 'svc-secret-3';
+    const first = await serveInterceptors([allowing('kept'), allowing('dropped')], { token });
+    const log = recordingLogger();
+    const gateway = await startGateway('', { adminToken: ADMIN, redisUrl: server.url, log });
+    const id = await registerOn(gateway, { url: first.url, token });
+
+    await server.kill();
+    await first.stop();
+    await serveInterceptors([allowing('kept'), allowing('added')], { token, port: first.port });
+    await waitFor(
+      async () => JSON.stringify(await chainOf(gateway)) === '["added","kept"]',
+      10_000,
+      'the chain following the service',
+    );
+    const warned = () =>
+      log.warnings.filter((w) => /could not share the changed interceptors/.test(String(w.msg)));
+    await waitFor(() => warned().length > 0, 20_000, 'the warning');
+    expect(warned()[0]?.obj).toEqual({ service: id, err: expect.stringMatching(/^\w*Error: /) });
+    expect(JSON.stringify(log.warnings)).not.toContain(token);
+
+    await server.start();
+    const check = new Redis(server.url);
+    defer(async () => {
+      check.disconnect();
+    });
+    const names = async () => {
+      const json = await check.hget(`${gateway.prefix}:registry:services`, id);
+      return (JSON.parse(json ?? '{}') as Partial<StoredRegistration>).interceptors?.map(
+        (i) => i.name,
+      );
+    };
+    await waitFor(
+      async () => JSON.stringify(await names()) === '["kept","added"]',
+      15_000,
+      'the descriptors stored',
+    );
+  }, 60_000);
 });
