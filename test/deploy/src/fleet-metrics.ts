@@ -187,7 +187,7 @@ export async function scrapeRealFleet(): Promise<FleetRun> {
       configFile,
       [
         'backends:',
-        // Three slots (the three lists read on connecting run at once) and three places waiting.
+        // Three slots and three places waiting: a burst of seven slow calls has one refused.
         `  - {id: fx, url: "${backend.url}", resilience: {maxConcurrent: ${FX_SLOTS}}}`,
         'interceptors:',
         ...[pii, policy, auditLogger].map((s) => `  - {url: "${s.url}/mcp"}`),
