@@ -49,6 +49,12 @@ const ECHO_CALLS = 8;
 // Fewer slots than sessions at a time, so calls also wait in the fair queue (which holds as
 // many as run): never more than both together, so no call is refused.
 const MAX_CONCURRENT = 16;
+/**
+ * Sessions sign in as one of this many principals (static bearer tokens), so the per-principal
+ * paths (fair-queue keys, session and in-flight limits) see principals come and go too.
+ */
+const PRINCIPALS = 8;
+const tokenOf = (n: number) => `soak-token-${n % PRINCIPALS}`;
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const ACCEPT = 'application/json, text/event-stream';
@@ -67,7 +73,10 @@ class SoakSession {
   readonly #pool: Pool;
   readonly #url: URL;
 
-  constructor(url: string) {
+  readonly #token: string;
+
+  constructor(url: string, token: string) {
+    this.#token = token;
     this.#url = new URL(url);
     this.#pool = new Pool(this.#url.origin, { connections: 2 });
   }
@@ -77,6 +86,7 @@ class SoakSession {
       'content-type': 'application/json',
       accept: ACCEPT,
       'mcp-protocol-version': PROTOCOL_VERSION,
+      authorization: `Bearer ${this.#token}`,
     };
     if (this.#session) headers['mcp-session-id'] = this.#session;
     return headers;
@@ -174,7 +184,7 @@ function expectError(what: string, answer: Answer, code: number): void {
 
 /** One session's life. */
 async function lifecycle(url: string, n: number): Promise<void> {
-  const session = new SoakSession(url);
+  const session = new SoakSession(url, tokenOf(n));
   await session.open();
   expectResult('tools/list', await session.request('tools/list', {}));
   for (let i = 0; i < ECHO_CALLS; i++)
@@ -332,7 +342,7 @@ try {
   const config = join(dir, 'fleet.yaml');
   writeFileSync(
     config,
-    `backends:\n  - {id: soak, url: "${backend.url}", resilience: {maxConcurrent: ${MAX_CONCURRENT}}}\ninterceptors:\n${services.map((s) => `  - url: "${s.url}/mcp"`).join('\n')}\nregistry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\n`,
+    `backends:\n  - {id: soak, url: "${backend.url}", resilience: {maxConcurrent: ${MAX_CONCURRENT}}}\ninterceptors:\n${services.map((s) => `  - url: "${s.url}/mcp"`).join('\n')}\nregistry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\nauth:\n  mode: tokens\n  tokens:\n${Array.from({ length: PRINCIPALS }, (_, i) => `    - {token: ${tokenOf(i)}, principal: {type: user, id: soak-user-${i}}}`).join('\n')}\n`,
   );
   let inspectorUrl: string | undefined;
   const gateway = await fleet.start(
@@ -350,7 +360,7 @@ try {
   const url = `${gateway.url}/mcp`;
 
   console.log(
-    `soak: ${ROUNDS} rounds of ${SESSIONS} sessions (${CONCURRENCY} at a time; each: tools/list, ${ECHO_CALLS} echo calls, a progress call, a failed call, an unknown tool, a cancelled slow call, every 4th a dropped GET stream, DELETE) through the gateway with 3 remote interceptors, backend maxConcurrent ${MAX_CONCURRENT}, node ${process.version}`,
+    `soak: ${ROUNDS} rounds of ${SESSIONS} sessions (${CONCURRENCY} at a time; each: tools/list, ${ECHO_CALLS} echo calls, a progress call, a failed call, an unknown tool, a cancelled slow call, every 4th a dropped GET stream, DELETE; ${PRINCIPALS} principals with bearer tokens) through the gateway with 3 remote interceptors, backend maxConcurrent ${MAX_CONCURRENT}, node ${process.version}`,
   );
   console.log(
     `${'round'.padEnd(6)} ${'sessions'.padStart(9)} ${'s/round'.padStart(8)} ${'heap MB'.padStart(8)} ${'vs round 1'.padStart(11)} ${'RSS MB'.padStart(7)}`,
