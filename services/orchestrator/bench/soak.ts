@@ -24,11 +24,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { sourceCommand } from '@fleet/test-fixtures';
+import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
 import { Redis } from 'ioredis';
 import { Pool, WebSocket } from 'undici';
 import { printStderrTails } from './measure.ts';
-import { fleetCommand, peers } from './peers.ts';
+import { fleetCommand, type PeerOptions, peers } from './peers.ts';
 
 const { values: argv } = parseArgs({
   options: {
@@ -333,65 +333,89 @@ function slope(xs: readonly number[], ys: readonly number[]): number {
 const fleet = peers();
 const prefix = `soak-${randomUUID().slice(0, 8)}`;
 const MB = 1024 * 1024;
+
+/** A measured process: started with its inspector on, and connected to it. */
+interface Inspected {
+  name: string;
+  peer: ServiceProcess;
+  inspector: Inspector;
+  heaps: number[];
+}
+async function startInspected(
+  name: string,
+  script: string,
+  args: string[],
+  options: PeerOptions = {},
+): Promise<Inspected> {
+  let inspectorUrl: string | undefined;
+  const peer = await fleet.start(fleetCommand(script, args, ['--inspect=127.0.0.1:0']), {
+    ...options,
+    onStderr: (chunk) => {
+      inspectorUrl ??= /Debugger listening on (ws:\/\/\S+)/.exec(chunk)?.[1];
+    },
+  });
+  if (!inspectorUrl) throw new Error(`${name} did not print its inspector URL`);
+  return { name, peer, inspector: await Inspector.connect(inspectorUrl), heaps: [] };
+}
+
 try {
   const dir = mkdtempSync(join(tmpdir(), 'fleet-soak-'));
   const backend = await fleet.start(sourceCommand(here('./backend.ts'), []));
   const services = await Promise.all(
-    ['0', '1', '2'].map((i) => fleet.start(fleetCommand(here('./interceptors.ts'), [i]))),
+    ['validator', 'mutator', 'observer'].map((name, i) =>
+      startInspected(name, here('./interceptors.ts'), [String(i)]),
+    ),
   );
   const config = join(dir, 'fleet.yaml');
   writeFileSync(
     config,
-    `backends:\n  - {id: soak, url: "${backend.url}", resilience: {maxConcurrent: ${MAX_CONCURRENT}}}\ninterceptors:\n${services.map((s) => `  - url: "${s.url}/mcp"`).join('\n')}\nregistry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\nauth:\n  mode: tokens\n  tokens:\n${Array.from({ length: PRINCIPALS }, (_, i) => `    - {token: ${tokenOf(i)}, principal: {type: user, id: soak-user-${i}}}`).join('\n')}\n`,
+    `backends:\n  - {id: soak, url: "${backend.url}", resilience: {maxConcurrent: ${MAX_CONCURRENT}}}\ninterceptors:\n${services.map((s) => `  - url: "${s.peer.url}/mcp"`).join('\n')}\nregistry: {prefix: ${prefix}}\naudit: {queue: ${prefix}-audit}\nauth:\n  mode: tokens\n  tokens:\n${Array.from({ length: PRINCIPALS }, (_, i) => `    - {token: ${tokenOf(i)}, principal: {type: user, id: soak-user-${i}}}`).join('\n')}\n`,
   );
-  let inspectorUrl: string | undefined;
-  const gateway = await fleet.start(
-    fleetCommand(here('../dist/main.js'), [], ['--inspect=127.0.0.1:0']),
-    {
-      env: { FLEET_CONFIG: config, AUDIT_JOURNAL: join(dir, 'audit.ndjson') },
-      cwd: dir,
-      onStderr: (chunk) => {
-        inspectorUrl ??= /Debugger listening on (ws:\/\/\S+)/.exec(chunk)?.[1];
-      },
-    },
-  );
-  if (!inspectorUrl) throw new Error('the gateway did not print its inspector URL');
-  const inspector = await Inspector.connect(inspectorUrl);
-  const url = `${gateway.url}/mcp`;
+  const gateway = await startInspected('gateway', here('../dist/main.js'), [], {
+    env: { FLEET_CONFIG: config, AUDIT_JOURNAL: join(dir, 'audit.ndjson') },
+    cwd: dir,
+  });
+  const measured = [gateway, ...services];
+  const url = `${gateway.peer.url}/mcp`;
 
   console.log(
     `soak: ${ROUNDS} rounds of ${SESSIONS} sessions (${CONCURRENCY} at a time; each: tools/list, ${ECHO_CALLS} echo calls, a progress call, a failed call, an unknown tool, a cancelled slow call, every 4th a dropped GET stream, DELETE; ${PRINCIPALS} principals with bearer tokens) through the gateway with 3 remote interceptors, backend maxConcurrent ${MAX_CONCURRENT}, node ${process.version}`,
   );
+  console.log('heap MB after a full GC (and, in brackets, against round 1), by process');
   console.log(
-    `${'round'.padEnd(6)} ${'sessions'.padStart(9)} ${'s/round'.padStart(8)} ${'heap MB'.padStart(8)} ${'vs round 1'.padStart(11)} ${'RSS MB'.padStart(7)}`,
+    `${'round'.padEnd(6)} ${'sessions'.padStart(9)} ${'s/round'.padStart(8)} ${measured.map((m) => m.name.padStart(17)).join(' ')} ${'gateway RSS MB'.padStart(15)}`,
   );
-  const heaps: number[] = [];
   const totals: number[] = [];
   let firstCensus: Awaited<ReturnType<Inspector['census']>> | undefined;
   for (let r = 0; r < ROUNDS; r++) {
     const t0 = performance.now();
     await round(url, r * SESSIONS, SESSIONS);
     const seconds = (performance.now() - t0) / 1000;
-    // Sessions end at DELETE; let the gateway finish what it does after answering.
+    // Sessions end at DELETE; let the processes finish what they do after answering.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const heap = await inspector.heapAfterGc();
-    heaps.push(heap);
+    for (const m of measured) m.heaps.push(await m.inspector.heapAfterGc());
     totals.push((r + 1) * SESSIONS);
-    if (argv.census && r === 0) firstCensus = await inspector.census();
-    const base = heaps[0] ?? heap;
+    if (argv.census && r === 0) firstCensus = await gateway.inspector.census();
+    const cells = measured.map((m) => {
+      const heap = m.heaps.at(-1) ?? 0;
+      const ratio = heap / (m.heaps[0] ?? heap);
+      return `${(heap / MB).toFixed(2)} (${ratio.toFixed(3)})`.padStart(17);
+    });
     console.log(
-      `${String(r + 1).padEnd(6)} ${String((r + 1) * SESSIONS).padStart(9)} ${seconds.toFixed(1).padStart(8)} ${(heap / MB).toFixed(2).padStart(8)} ${(heap / base).toFixed(3).padStart(11)} ${(rssBytes(gateway.pid) / MB).toFixed(0).padStart(7)}`,
+      `${String(r + 1).padEnd(6)} ${String((r + 1) * SESSIONS).padStart(9)} ${seconds.toFixed(1).padStart(8)} ${cells.join(' ')} ${(rssBytes(gateway.peer.pid) / MB).toFixed(0).padStart(15)}`,
     );
   }
-  // The first round is the baseline: what it grew is the gateway warming up, not a leak.
-  const growth = slope(totals.slice(1), heaps.slice(1));
-  const base = heaps[0] ?? 0;
-  const last = heaps.at(-1) ?? 0;
-  console.log(
-    `\nheap growth after round 1: ${(growth / 1024).toFixed(2)} KB per session (least squares over rounds 2-${ROUNDS}); last round ${((last - base) / 1024).toFixed(0)} KB vs round 1, ratio ${(last / base).toFixed(3)}`,
-  );
+  // The first round is the baseline: what it grew is the process warming up, not a leak.
+  console.log(`\nheap growth after round 1 (least squares over rounds 2-${ROUNDS})`);
+  for (const m of measured) {
+    const base = m.heaps[0] ?? 0;
+    const last = m.heaps.at(-1) ?? 0;
+    console.log(
+      `${m.name.padEnd(10)} ${(slope(totals.slice(1), m.heaps.slice(1)) / 1024).toFixed(2).padStart(6)} KB per session; last round ${((last - base) / 1024).toFixed(0)} KB vs round 1, ratio ${(last / base).toFixed(3)}`,
+    );
+  }
   if (firstCensus) {
-    const lastCensus = await inspector.census();
+    const lastCensus = await gateway.inspector.census();
     const grown = [...lastCensus]
       .map(([key, now]) => {
         const then = firstCensus?.get(key) ?? { count: 0, bytes: 0 };
@@ -400,13 +424,13 @@ try {
       .filter((g) => g.count > 0)
       .sort((a, b) => b.bytes - a.bytes)
       .slice(0, 25);
-    console.log(`\nobjects grown since round 1 (heap snapshots), by bytes:`);
+    console.log(`\nthe gateway's objects grown since round 1 (heap snapshots), by bytes:`);
     for (const g of grown)
       console.log(
         `${g.key.padEnd(70)} +${String(g.count).padStart(7)} +${(g.bytes / 1024).toFixed(1).padStart(8)} KB`,
       );
   }
-  inspector.socket.close();
+  for (const m of measured) m.inspector.socket.close();
 } catch (error) {
   printStderrTails(fleet.started);
   throw error;
