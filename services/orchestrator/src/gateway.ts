@@ -181,10 +181,55 @@ interface ToolSchemaCache {
   /** The full listing in progress, shared by the calls that missed. */
   loading?: Promise<void> | undefined;
   /**
-   * Set while the lists of a new connection that replaced a lost one are compared with those
-   * of the old: the cache holds the old connection's tools until then, so calls wait.
+   * Set while a new connection's tools are read, which fills the cache, and, on one that
+   * replaced a lost one, compared with those of the old (the cache holds the old connection's
+   * tools until then): calls wait.
    */
   confirming?: Promise<void> | undefined;
+}
+
+/**
+ * One item of a backend's `tools/list` as the backend sent it, checked once for its
+ * `x-mcp-header` annotations: offered with what it declares, or not (`rejected`, why). An
+ * item without a name is passed along as is, and not recorded.
+ */
+interface ScreenedTool {
+  tool: unknown;
+  name?: string;
+  info?: ToolInfo;
+  rejected?: string;
+}
+
+/** Check every tool of one `tools/list` page (the only place the annotations are checked). */
+function screenTools(tools: unknown): ScreenedTool[] {
+  const screened: ScreenedTool[] = [];
+  for (const tool of Array.isArray(tools) ? tools : []) {
+    const { name, inputSchema } = (tool ?? {}) as { name?: unknown; inputSchema?: unknown };
+    if (typeof name !== 'string') {
+      screened.push({ tool });
+      continue;
+    }
+    const check = paramHeadersOf(inputSchema);
+    screened.push(
+      check.ok
+        ? { tool, name, info: { inputSchema, paramHeaders: check.headers } }
+        : { tool, name, rejected: check.reason },
+    );
+  }
+  return screened;
+}
+
+/** The tools sessions are offered of those screened. */
+function offeredTools(screened: readonly ScreenedTool[]): unknown[] {
+  return screened.filter((s) => s.rejected === undefined).map((s) => s.tool);
+}
+
+/** What the gateway read of one of a backend's lists on connecting (see `#readList`). */
+interface ListReading {
+  /** Its {@link listDigest}; undefined when a list has too many pages to read. */
+  digest: string | undefined;
+  /** For tools, what was read of them, for the schema cache; undefined when none were. */
+  tools?: { screened: ScreenedTool[]; complete: boolean } | undefined;
 }
 
 /** What the gateway last read of one of a backend's lists. */
@@ -575,38 +620,29 @@ export class Gateway {
   }
 
   /**
-   * Take in the tools of one `tools/list` page as the backend sent it: a tool whose
+   * Take in tools of the backend's `tools/list` (see {@link screenTools}): a tool whose
    * `x-mcp-header` annotations are invalid is dropped (logged once per listing generation),
    * the others' schemas and mirrored parameters recorded when `generation` is current.
    * Returns the tools to offer.
    */
-  #ingestTools(backend: Backend, tools: unknown, generation: number): unknown[] {
+  #ingestTools(backend: Backend, screened: readonly ScreenedTool[], generation: number): unknown[] {
     const cache = this.#toolCache(backend);
     const current = cache.generation === generation;
-    const kept: unknown[] = [];
-    for (const tool of Array.isArray(tools) ? tools : []) {
-      const { name, inputSchema } = (tool ?? {}) as { name?: unknown; inputSchema?: unknown };
-      if (typeof name !== 'string') {
-        kept.push(tool);
-        continue;
-      }
-      const check = paramHeadersOf(inputSchema);
-      if (!check.ok) {
+    for (const { name, info, rejected } of screened) {
+      if (name === undefined) continue;
+      if (rejected !== undefined) {
         if (!cache.rejected.has(name))
           this.#deps.log.warn(
-            { backend: backend.id, tool: name, reason: check.reason },
+            { backend: backend.id, tool: name, reason: rejected },
             'tool dropped from tools/list: invalid x-mcp-header annotations',
           );
-        if (current) cache.rejected.set(name, check.reason);
-        continue;
-      }
-      if (current) {
+        if (current) cache.rejected.set(name, rejected);
+      } else if (current && info) {
         cache.rejected.delete(name);
-        cache.schemas.set(name, { inputSchema, paramHeaders: check.headers });
+        cache.schemas.set(name, info);
       }
-      kept.push(tool);
     }
-    return kept;
+    return offeredTools(screened);
   }
 
   /**
@@ -634,7 +670,7 @@ export class Gateway {
     // A backend without tools/list has no schemas to check against; any other failure fails
     // the call (closed) rather than letting unchecked arguments through.
     const complete = await this.#eachPage(backend, 'tools/list', (tools) => {
-      this.#ingestTools(backend, tools, generation);
+      this.#ingestTools(backend, screenTools(tools), generation);
     });
     if (cache.generation === generation) cache.complete = complete;
   }
@@ -668,32 +704,35 @@ export class Gateway {
   }
 
   /**
-   * The {@link listDigest} of what sessions get of `kind` from `backend` on its connection:
-   * every page of its list methods, prefixed, without the tools the gateway does not offer
-   * (invalid `x-mcp-header` annotations) and through the operator's tool view. Nothing when
-   * the backend does not serve `kind`; undefined when a list has too many pages to read.
+   * Read what sessions get of `kind` from `backend` on its connection: the {@link listDigest}
+   * of every page of its list methods, prefixed, without the tools the gateway does not offer
+   * (invalid `x-mcp-header` annotations) and through the operator's tool view; for tools,
+   * also the tools as the backend sent them, for the schema cache. Nothing when the backend
+   * does not serve `kind`; the digest is undefined when a list has too many pages to read.
    * @throws {ProtocolError} a listing failed.
    */
-  async #readDigest(backend: Backend, kind: ListKind): Promise<string | undefined> {
+  async #readList(backend: Backend, kind: ListKind): Promise<ListReading> {
     const items: Partial<Record<ListMethod, unknown[]>> = {};
-    if (backend.capabilities?.[kind] === undefined) return listDigest(items);
+    if (backend.capabilities?.[kind] === undefined) return { digest: listDigest(items) };
+    let tools: ListReading['tools'];
     for (const method of listMethodsOf(kind)) {
-      let list: unknown[] = [];
+      const pages: unknown[] = [];
       const complete = await this.#eachPage(backend, method, (page) => {
-        if (Array.isArray(page))
-          for (const item of page)
-            list.push(prefixItem(method, item as Record<string, unknown>, backend.prefix));
+        if (Array.isArray(page)) for (const item of page) pages.push(item);
       });
-      if (!complete) return undefined;
-      if (method === 'tools/list')
-        list = this.#tools.applyToList({
-          tools: list.filter(
-            (tool) => paramHeadersOf((tool as { inputSchema?: unknown } | null)?.inputSchema).ok,
-          ),
-        }).tools;
-      items[method] = list;
+      let list = pages;
+      if (method === 'tools/list') {
+        tools = { screened: screenTools(pages), complete };
+        list = offeredTools(tools.screened);
+      }
+      if (!complete) return { digest: undefined, tools };
+      list = list.map((item) =>
+        prefixItem(method, item as Record<string, unknown>, backend.prefix),
+      );
+      items[method] =
+        method === 'tools/list' ? this.#tools.applyToList({ tools: list }).tools : list;
     }
-    return listDigest(items);
+    return { digest: listDigest(items), tools };
   }
 
   #knownList(backend: Backend, kind: ListKind): KnownList {
@@ -725,26 +764,37 @@ export class Gateway {
    * and record it. On a connection that replaced a lost one (`again`), sessions are told the
    * list changed when it differs from what the old connection gave, when that is not known,
    * when the reading fails, or when another connection or change came meanwhile (never a
-   * change lost); the tools' cached schemas are then dropped. Resolves true when sessions
-   * were told; never rejects.
+   * change lost); the tools' cached schemas are then dropped. The tools read then fill the
+   * schema cache (after it was dropped), unless anything changed meanwhile: so a call needs
+   * no listing of its own. Resolves true when sessions were told; never rejects.
    */
   async #checkList(backend: Backend, kind: ListKind, again: boolean): Promise<boolean> {
     const known = this.#knownList(backend, kind);
     const generation = known.generation;
-    let digest: string | undefined;
+    const cache = this.#toolCache(backend);
+    const toolGeneration = cache.generation;
+    let reading: ListReading | undefined;
     try {
-      digest = await this.#readDigest(backend, kind);
+      reading = await this.#readList(backend, kind);
     } catch (error) {
       this.#deps.log.warn(
         { backend: backend.id, list: kind, err: String(error) },
         'reading a backend list after connecting failed',
       );
     }
+    const digest = reading?.digest;
     const current = known.generation === generation;
     const changed = !current || digest === undefined || digest !== known.digest;
     if (current) known.digest = digest;
+    // Read before anything else changed the tools (the backend's own list_changed, a
+    // session's failed listing, another connection): the pages are the connection's list.
+    const fresh = current && cache.generation === toolGeneration;
+    if (kind === 'tools' && again && changed) this.#forgetTools(backend);
+    if (fresh && reading?.tools) {
+      this.#ingestTools(backend, reading.tools.screened, cache.generation);
+      if (reading.tools.complete) cache.complete = true;
+    }
     if (!again || !changed) return false;
-    if (kind === 'tools') this.#forgetTools(backend);
     this.#notifyListChanged(kind);
     return true;
   }
@@ -872,7 +922,10 @@ export class Gateway {
         // Every tools/list page feeds the schema cache before the response chain filters it,
         // and loses the tools whose x-mcp-header annotations are invalid.
         if (method !== 'tools/list' || !Array.isArray(answer.tools)) return answer;
-        return { ...answer, tools: this.#ingestTools(backend, answer.tools, generation) };
+        return {
+          ...answer,
+          tools: this.#ingestTools(backend, screenTools(answer.tools), generation),
+        };
       });
       return method === 'tools/list' ? this.#tools.applyToList(page) : page;
     }
@@ -1243,15 +1296,16 @@ export class Gateway {
 
   /**
    * `backend` is connected, and its tools, prompts and resources are read (every page) to know
-   * what sessions get from it. On its first connection, sessions that started before (it came
-   * up late) hold lists without its items: each is told its tools, prompts and resources
-   * changed (those the backend serves). A connection that replaces a lost one (it came back)
-   * is compared with the old one: sessions are told only of the lists that differ (see
-   * {@link #checkList}), and the tools' cached schemas, which calls wait on until then, are
-   * dropped only when the tools differ. That connection also lost what the backend held for
-   * every session: the resource subscriptions sessions still hold there are made again (one
-   * at a time, in turn with the sessions' own subscribes and unsubscribes) and the log level
-   * is asked for again.
+   * what sessions get from it; the tools read fill the schema cache, so calls, which wait for
+   * them, need no listing of their own. On its first connection, sessions that started
+   * before (it came up late) hold lists without its items: each is told its tools, prompts
+   * and resources changed (those the backend serves). A connection that replaces a lost one
+   * (it came back) is compared with the old one: sessions are told only of the lists that
+   * differ (see {@link #checkList}), and the tools' cached schemas, which calls wait on until
+   * then, are replaced by those read only when the tools differ. That connection also lost
+   * what the backend held for every session: the resource subscriptions sessions still hold
+   * there are made again (one at a time, in turn with the sessions' own subscribes and
+   * unsubscribes) and the log level is asked for again.
    */
   onBackendConnected(backend: Backend, again: boolean): void {
     const caps = backend.capabilities;
@@ -1269,12 +1323,15 @@ export class Gateway {
         if (kind !== 'tools' && (await this.#checkList(backend, kind, again))) changed.push(kind);
       return changed;
     });
-    if (!again) return;
+    // Calls wait for the tools: their reading fills the schema cache (no listing of a call's
+    // own), and on a connection that replaced a lost one the cache holds the old tools until
+    // they are compared.
     const cache = this.#toolCache(backend);
     const confirming = tools.then(() => {
       if (cache.confirming === confirming) cache.confirming = undefined;
     });
     cache.confirming = confirming;
+    if (!again) return;
     void checks.then((changed) =>
       this.#deps.log.info(
         { backend: backend.id, changed },

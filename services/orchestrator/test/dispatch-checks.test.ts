@@ -1,26 +1,41 @@
 /**
  * Dispatch checks through a real gateway and a real fixture backend: tools/call arguments
  * validated against the tool's inputSchema before any interceptor or the backend sees them
- * (with the schema cache filled by tools/list and refreshed on list_changed), and result
+ * (with the schema cache filled by the gateway's reading of the tools when the backend
+ * connects and by tools/list, and refreshed on list_changed), and result
  * text clamped to `limits.maxResponseBytes` on a character boundary, and a backend message
  * over `limits.maxBackendMessageBytes` refused without being read whole.
  */
 import { allow, defineValidator } from '@fleet/interceptor-kit';
-import { startHttpBackend, stdioBackendCommand } from '@fleet/test-fixtures';
+import {
+  createFixtureState,
+  type FixtureState,
+  startHttpBackend,
+  stdioBackendCommand,
+} from '@fleet/test-fixtures';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import {
   connectClient,
   defer,
+  type LoggedLine,
+  recordingLogger,
   serveInterceptors,
   startGateway,
   textOf,
   waitFor,
 } from './harness.ts';
 
-async function setup(extra = '', withInterceptor = false) {
-  const backend = await startHttpBackend({ name: 'fx' });
+async function setup(
+  extra = '',
+  withInterceptor = false,
+  options: { state?: FixtureState; log?: ReturnType<typeof recordingLogger> } = {},
+) {
+  const backend = await startHttpBackend({
+    name: 'fx',
+    ...(options.state ? { state: options.state } : {}),
+  });
   defer(() => backend.close());
   const seen: unknown[] = [];
   let interceptors = '';
@@ -38,8 +53,9 @@ async function setup(extra = '', withInterceptor = false) {
   }
   const gateway = await startGateway(
     `backends:\n  - {id: fx, url: "${backend.url}"}\n${interceptors}${extra}`,
-    { redis: false },
+    { redis: false, ...(options.log ? { log: options.log } : {}) },
   );
+  // From here on: the gateway has sent its reading of the backend's lists on connecting.
   const upstream = gateway.orchestrator.backends[0];
   if (!upstream) throw new Error('no backend');
   const requests = vi.spyOn(upstream, 'request');
@@ -144,12 +160,36 @@ describe('tools/call argument validation', () => {
     ]);
   });
 
-  it('lists the backend on a cache miss', async () => {
+  it('checks the first call against the tools read when the backend connected, listing nothing more', async () => {
     const { client, calls } = await setup();
+    const error = await rpcError(client.callTool({ name: 'echo', arguments: { text: 7 } }));
+    expect(error.code).toBe(-32602);
+    // The gateway's reading on connecting filled the schema cache: it used to list the
+    // backend's tools once more for this call.
+    expect(calls('tools/list')).toBe(0);
+    expect(calls('tools/call')).toBe(0);
+    expect(textOf(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }))).toBe('3');
+    expect(calls('tools/list')).toBe(0);
+  });
+
+  it('lists the backend on a cache miss when its tools could not be read on connecting', async () => {
+    const state = createFixtureState('fx');
+    state.failToolsList = true;
+    const log = recordingLogger();
+    const { client, calls } = await setup('', false, { state, log });
+    const failed = (line: LoggedLine) =>
+      line.msg === 'reading a backend list after connecting failed' &&
+      (line.obj as { list?: unknown }).list === 'tools';
+    await waitFor(() => log.warnings.some(failed), 5000, 'the reading of the tools to fail');
+    state.failToolsList = false;
+
     const error = await rpcError(client.callTool({ name: 'echo', arguments: { text: 7 } }));
     expect(error.code).toBe(-32602);
     expect(calls('tools/list')).toBe(1);
     expect(calls('tools/call')).toBe(0);
+    // That listing filled the cache.
+    expect(textOf(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }))).toBe('3');
+    expect(calls('tools/list')).toBe(1);
   });
 });
 

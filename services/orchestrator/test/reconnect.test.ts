@@ -12,11 +12,16 @@ import {
   type FixtureState,
   freePort,
   type HttpBackend,
+  type ServedMcp,
+  serveMcpOverHttp,
   startHttpBackend,
   stdioBackendCommand,
 } from '@fleet/test-fixtures';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -116,6 +121,44 @@ async function restartableBackend(name: string, port?: number) {
     async restart(state?: FixtureState): Promise<void> {
       await backend.close();
       backend = await startHttpBackend({ name, port: backend.port, ...(state ? { state } : {}) });
+    },
+  };
+}
+
+/**
+ * A backend over Streamable HTTP with two tools: `ping`, which takes any arguments, and
+ * `measure`, whose inputSchema is `inputSchema`; each answers "<name> again". It restarts on
+ * its port with another schema for `measure` (a new server that knows no session). The
+ * current one is closed after the test.
+ */
+async function schemaBackend(inputSchema: Record<string, unknown>) {
+  const serve = (schema: Record<string, unknown>, port?: number) =>
+    serveMcpOverHttp({
+      create: () => {
+        const server = new Server(
+          { name: 'schemas', version: '1.0.0' },
+          { capabilities: { tools: {} } },
+        );
+        server.setRequestHandler(ListToolsRequestSchema, () => ({
+          tools: [
+            { name: 'ping', inputSchema: { type: 'object' } },
+            { name: 'measure', inputSchema: schema },
+          ],
+        }));
+        server.setRequestHandler(CallToolRequestSchema, (request) => ({
+          content: [{ type: 'text', text: `${request.params.name} again` }],
+        }));
+        return server;
+      },
+      ...(port === undefined ? {} : { port }),
+    });
+  let served: ServedMcp = await serve(inputSchema);
+  defer(() => served.close());
+  return {
+    url: served.url,
+    async restart(schema: Record<string, unknown>): Promise<void> {
+      await served.close();
+      served = await serve(schema, served.port);
     },
   };
 }
@@ -235,11 +278,33 @@ describe('a backend that restarts', () => {
     await fx.restart(state);
     await callUntilAnswered(client);
     await expectToldOf(watched, ['tools']);
-    // The cached schemas were dropped: besides the comparison's listing, a call listed the
-    // tools once more.
+    // The cached schemas were replaced by the tools the comparison read: a call lists nothing
+    // more (it used to list them once again).
     expect(textOf(await client.callTool({ name: 'added', arguments: {} }))).toBe('[fx] added');
-    expect(watched.toolListings()).toBe(listedBefore + 2);
+    expect(watched.toolListings()).toBe(listedBefore + 1);
     expect(await toolNames(client)).toContain('added');
+  });
+
+  it('with another inputSchema for a tool: calls are checked against the new one, read by the comparison, with no listing of their own', async () => {
+    const before = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] };
+    const after = { type: 'object', properties: { b: { type: 'string' } }, required: ['b'] };
+    const sx = await schemaBackend(before);
+    const watched = await watchedGateway(`  - {id: sx, url: "${sx.url}"}\n`);
+    const { client } = watched;
+    const measure = (args: Record<string, unknown>) =>
+      client.callTool({ name: 'measure', arguments: args }).then(textOf, (e: unknown) => e);
+    expect(await measure({ a: 1 })).toBe('measure again');
+    expect(await measure({ b: 'x' })).toMatchObject({ code: -32602 });
+    const listedBefore = watched.toolListings();
+
+    await sx.restart(after);
+    await callUntilAnswered(client, 'ping');
+    await expectToldOf(watched, ['tools']);
+    // Arguments valid only under the new schema pass; those valid only under the old one are
+    // refused before the backend; and only the comparison listed the tools.
+    expect(await measure({ b: 'x' })).toBe('measure again');
+    expect(await measure({ a: 1 })).toMatchObject({ code: -32602 });
+    expect(watched.toolListings()).toBe(listedBefore + 1);
   });
 
   it('whose tools cannot be read after it restarted: sessions are told of the tools, as before, and of nothing else', async () => {
@@ -255,6 +320,21 @@ describe('a backend that restarts', () => {
     await callUntilAnswered(client);
     // Whether the tools changed is not known: never a change lost.
     await expectToldOf(watched, ['tools']);
+    // The cached schemas were dropped and nothing read took their place: a call lists the
+    // tools (and fails, closed, while they cannot be listed).
+    const listed = watched.toolListings();
+    const failed = await client
+      .callTool({ name: 'echo', arguments: { text: 'x' } })
+      .catch((e) => e);
+    expect((failed as { code?: unknown }).code).toBe(-32603);
+    expect(watched.toolListings()).toBe(listed + 1);
+    state.failToolsList = false;
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'y' } }))).toBe(
+      '[fx] y',
+    );
+    expect(watched.toolListings()).toBe(listed + 2);
+    await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
+    expect(watched.toolListings()).toBe(listed + 2);
   });
 
   it("that said its tools changed, then restarted without that change: sessions are told of the tools (the gateway's reading of before is stale)", async () => {
