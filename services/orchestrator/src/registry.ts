@@ -432,7 +432,8 @@ export class Registry {
   /**
    * Make this replica's admin registrations those persisted in Redis: load new or changed
    * ones, drop removed ones. Runs at start, when Redis reconnects and with every health check,
-   * so a replica that missed a pub/sub event (cut off from Redis for a while) catches up.
+   * so a replica that missed a pub/sub event (cut off from Redis for a while, or never sent:
+   * see {@link Registry} `#publish`) catches up.
    * Returns whether anything changed; a failure is logged once per outage.
    */
   async #loadAllPersisted(redis: Redis): Promise<boolean> {
@@ -455,7 +456,15 @@ export class Registry {
       Object.entries(all).map(async ([id, json]) => {
         const held = this.#entries.get(id);
         if (held?.source === 'config') return; // the config file wins over Redis
-        if (held && held.registration === registrationOf(json)) return;
+        // A healthy entry's descriptors are what the service lists (its own rediscoveries keep
+        // them). Any other plans from the last known ones, or none: another replica that
+        // reaches the service may have stored newer ones since, its upsert lost.
+        if (
+          held &&
+          held.registration === registrationOf(json) &&
+          (held.status === 'healthy' || held.persisted === json)
+        )
+          return;
         changed = true;
         await this.#loadPersisted(id, json);
       }),
@@ -622,11 +631,26 @@ export class Registry {
     return 'stale';
   }
 
+  /**
+   * Tell the other replicas that registration `id` changed in Redis, so they apply it now.
+   * Best effort, and not retried: a failure (Redis lost between the write and this) is logged,
+   * never thrown, since the change itself is stored and every replica reloads what Redis holds
+   * at each health check (`#loadAllPersisted`), so it reaches them at their next one anyway,
+   * no later than an announcement re-sent at this replica's next one would. Failing the admin
+   * change instead would say that a change Redis took was not made.
+   */
   async #publish(op: 'upsert' | 'delete', id: string): Promise<void> {
-    await this.#options.redis?.publish(
-      this.#channel,
-      JSON.stringify({ op, id, origin: this.#origin }),
-    );
+    try {
+      await this.#options.redis?.publish(
+        this.#channel,
+        JSON.stringify({ op, id, origin: this.#origin }),
+      );
+    } catch (error) {
+      this.#options.log.warn(
+        { service: id, op, err: String(error) },
+        'could not announce a registry change; the other replicas load it at their next health check',
+      );
+    }
   }
 
   /**

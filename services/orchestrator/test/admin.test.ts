@@ -530,6 +530,41 @@ describe('admin API', () => {
     };
     expect(listed.services.map((s) => s.id)).toEqual([id]);
   }, 30_000);
+
+  it('answers a change Redis stored but could not announce as made, and the other replica loads it at its next health check', async () => {
+    const server = await startRedisServer();
+    const setup = new Redis(server.url);
+    defer(async () => {
+      setup.disconnect();
+    });
+    // A user allowed everything but PUBLISH: each change is stored and its announcement
+    // fails, as when Redis is lost between the two.
+    await setup.call('ACL', 'SETUSER', 'mute', 'on', 'nopass', '~*', '&*', '+@all', '-publish');
+    const muted = new URL(server.url);
+    muted.username = 'mute';
+    const token = 'svc-secret-5';
+    const service = await serveInterceptors([gate], { token });
+    const log = recordingLogger();
+    const one = await startGateway('', { adminToken: ADMIN, redisUrl: muted.href, log });
+    // Its health check every 200 ms: the only way the changes can reach it.
+    const two = await startGateway('', {
+      adminToken: ADMIN,
+      redisUrl: server.url,
+      prefix: one.prefix,
+    });
+
+    const id = await registerOn(one, { url: service.url, token });
+    await waitFor(async () => (await servicesOn(two)).length === 1, 3000, 'the registration');
+    expect((await admin(one.base, `/services/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await servicesOn(one)).toEqual([]);
+    await waitFor(async () => (await servicesOn(two)).length === 0, 3000, 'the removal');
+    const failed = log.warnings.filter((w) => /could not announce/.test(String(w.msg)));
+    expect(failed.map((w) => w.obj)).toEqual([
+      { service: id, op: 'upsert', err: expect.stringContaining('NOPERM') },
+      { service: id, op: 'delete', err: expect.stringContaining('NOPERM') },
+    ]);
+    expect(JSON.stringify(log.warnings)).not.toContain(token);
+  });
 });
 
 /** A validator of `tools/call` requests named `name` that allows everything. */
@@ -561,7 +596,11 @@ async function servicesOn(gateway: { base: string }) {
   const res = await admin(gateway.base, '/services');
   return (
     (await res.json()) as {
-      services: Array<{ id: string; overrides: Record<string, { failOpen?: boolean }> }>;
+      services: Array<{
+        id: string;
+        status: string;
+        overrides: Record<string, { failOpen?: boolean }>;
+      }>;
     }
   ).services;
 }
@@ -892,6 +931,38 @@ describe('a service found redeployed with other interceptors', () => {
         expect.objectContaining({ name: 'added' }),
       ],
     });
+  });
+
+  it('is planned from by a replica that cannot reach the service when another replica stored it unannounced', async () => {
+    const first = await serveInterceptors([allowing('kept'), allowing('dropped')]);
+    const gateway = await startGateway('', { adminToken: ADMIN });
+    const id = await registerOn(gateway, { url: first.url });
+    const registered = await stored(gateway.prefix, id);
+    await first.stop();
+    await waitFor(
+      async () => (await servicesOn(gateway))[0]?.status === 'unhealthy',
+      3000,
+      'the service unreachable from this replica',
+    );
+
+    // Another replica reaches the redeployed service and stored what it lists; its upsert was
+    // lost.
+    await redis.hset(
+      `${gateway.prefix}:registry:services`,
+      id,
+      JSON.stringify({
+        ...registered,
+        interceptors: registered?.interceptors.map((i) =>
+          i.name === 'dropped' ? { ...i, name: 'added' } : i,
+        ),
+      }),
+    );
+    await waitFor(
+      async () => JSON.stringify(await chainOf(gateway)) === '["added","kept"]',
+      3000,
+      'the chain planned from the stored descriptors',
+    );
+    expect((await servicesOn(gateway))[0]?.status).toBe('unhealthy');
   });
 
   it('is stored once Redis is back when Redis was down, the chain following at once and a warning without the token logged', async () => {
