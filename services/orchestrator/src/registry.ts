@@ -62,10 +62,10 @@ function registrationOf(json: string): string {
 }
 
 /**
- * Writes a rediscovered registration (ARGV[3]) to field ARGV[1] of hash KEYS[1] only if the
- * field still holds ARGV[2], the registration as this replica last read or wrote it, and
- * returns what the field held (nil when absent). The check and the write must be one step:
- * an admin DELETE or a re-registration on another replica can land between a read and a
+ * Writes a rediscovered or refreshed registration (ARGV[3]) to field ARGV[1] of hash KEYS[1]
+ * only if the field still holds ARGV[2], the registration as this replica last read or wrote
+ * it, and returns what the field held (nil when absent). The check and the write must be one
+ * step: an admin DELETE or a re-registration on another replica can land between a read and a
  * write, and a plain HSET would bring the registration back or put back its old token and
  * overrides. HEXISTS alone would still allow the latter; WATCH/MULTI holds its state on the
  * connection, which the registry's concurrent rediscoveries share.
@@ -96,7 +96,6 @@ async function servesInvoke(remote: RemoteService): Promise<boolean> {
   }
 }
 
-/** A registry operation that failed, with the HTTP status the admin API answers. */
 /**
  * How the orchestrator connects to Redis (registry, pub/sub): a Redis that accepts
  * connections but never answers must not hang start-up or requests, so each command gives
@@ -109,6 +108,7 @@ export const REDIS_CLIENT_OPTIONS = {
   commandTimeout: 5000,
 } as const;
 
+/** A registry operation that failed, with the HTTP status the admin API answers. */
 export class RegistryError extends Error {
   override readonly name = 'RegistryError';
   constructor(
@@ -118,6 +118,11 @@ export class RegistryError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The 404 of an id the registry does not hold (any more). */
+function unknownService(id: string): RegistryError {
+  return new RegistryError(404, `no service with id "${id}"`, { id });
 }
 
 interface Entry {
@@ -147,6 +152,14 @@ interface Entry {
   /** When the last early rediscovery started (`performance.now()`). */
   rediscoveredAt?: number;
 }
+
+/**
+ * What a compare-and-set store of an admin registration found in Redis
+ * ({@link Registry} `#storeIfHeld`): `stored` (and announced); `stale`, the same registration
+ * with other descriptors another replica stored since this one last read it; `removed`; or
+ * `replaced` by another registration of the same URL (other token, overrides or date).
+ */
+type StoreOutcome = 'stored' | 'stale' | 'removed' | 'replaced';
 
 interface Persisted {
   url: string;
@@ -419,7 +432,8 @@ export class Registry {
   /**
    * Make this replica's admin registrations those persisted in Redis: load new or changed
    * ones, drop removed ones. Runs at start, when Redis reconnects and with every health check,
-   * so a replica that missed a pub/sub event (cut off from Redis for a while) catches up.
+   * so a replica that missed a pub/sub event (cut off from Redis for a while, or never sent:
+   * see {@link Registry} `#publish`) catches up.
    * Returns whether anything changed; a failure is logged once per outage.
    */
   async #loadAllPersisted(redis: Redis): Promise<boolean> {
@@ -442,7 +456,15 @@ export class Registry {
       Object.entries(all).map(async ([id, json]) => {
         const held = this.#entries.get(id);
         if (held?.source === 'config') return; // the config file wins over Redis
-        if (held && held.registration === registrationOf(json)) return;
+        // A healthy entry's descriptors are what the service lists (its own rediscoveries keep
+        // them). Any other plans from the last known ones, or none: another replica that
+        // reaches the service may have stored newer ones since, its upsert lost.
+        if (
+          held &&
+          held.registration === registrationOf(json) &&
+          (held.status === 'healthy' || held.persisted === json)
+        )
+          return;
         changed = true;
         await this.#loadPersisted(id, json);
       }),
@@ -566,27 +588,20 @@ export class Registry {
       !redis ||
       expected === undefined ||
       entry.status !== 'healthy' ||
-      this.#entries.get(entry.id) !== entry
+      this.#entries.get(entry.id) !== entry ||
+      this.#serialise(entry) === expected
     )
       return;
-    const json = this.#serialise(entry);
-    if (json === expected) return;
     try {
-      const held = await redis.eval(REPLACE_IF_HELD, 1, this.#hashKey, entry.id, expected, json);
-      if (held === expected) {
-        entry.persisted = json;
+      // Not stored when stale: another replica stored other descriptors of this registration
+      // (its upsert is on its way, or was lost), and this one compares with those from now
+      // on. Nor when removed or registered again meanwhile: its event, or the next reload of
+      // persisted registrations, replaces this entry.
+      if ((await this.#storeIfHeld(redis, entry, expected)) === 'stored')
         this.#options.log.info(
           { service: entry.id, interceptors: entry.interceptors.map((i) => i.name) },
           'saved the changed interceptors of a service for the other replicas',
         );
-        await this.#publish('upsert', entry.id);
-      } else if (typeof held === 'string' && registrationOf(held) === entry.registration) {
-        // Another replica stored other descriptors of this registration (its upsert is on
-        // its way, or was lost): compare with those from now on.
-        entry.persisted = held;
-      }
-      // Otherwise removed or registered again meanwhile: its event, or the next reload of
-      // persisted registrations, replaces this entry.
     } catch (error) {
       // Never the registration itself: it holds the service's token.
       this.#options.log.warn(
@@ -596,11 +611,46 @@ export class Registry {
     }
   }
 
+  /**
+   * Store `entry` as it is now (with its current descriptors) only if Redis still holds
+   * `expected`, the registration as this replica last read or wrote it ({@link REPLACE_IF_HELD}),
+   * and announce it when stored. After `stale`, `entry.persisted` is what Redis holds.
+   * @throws what Redis throws.
+   */
+  async #storeIfHeld(redis: Redis, entry: Entry, expected: string): Promise<StoreOutcome> {
+    const json = this.#serialise(entry);
+    const held = await redis.eval(REPLACE_IF_HELD, 1, this.#hashKey, entry.id, expected, json);
+    if (held === expected) {
+      entry.persisted = json;
+      await this.#publish('upsert', entry.id);
+      return 'stored';
+    }
+    if (typeof held !== 'string') return 'removed';
+    if (registrationOf(held) !== entry.registration) return 'replaced';
+    entry.persisted = held;
+    return 'stale';
+  }
+
+  /**
+   * Tell the other replicas that registration `id` changed in Redis, so they apply it now.
+   * Best effort, and not retried: a failure (Redis lost between the write and this) is logged,
+   * never thrown, since the change itself is stored and every replica reloads what Redis holds
+   * at each health check (`#loadAllPersisted`), so it reaches them at their next one anyway,
+   * no later than an announcement re-sent at this replica's next one would. Failing the admin
+   * change instead would say that a change Redis took was not made.
+   */
   async #publish(op: 'upsert' | 'delete', id: string): Promise<void> {
-    await this.#options.redis?.publish(
-      this.#channel,
-      JSON.stringify({ op, id, origin: this.#origin }),
-    );
+    try {
+      await this.#options.redis?.publish(
+        this.#channel,
+        JSON.stringify({ op, id, origin: this.#origin }),
+      );
+    } catch (error) {
+      this.#options.log.warn(
+        { service: id, op, err: String(error) },
+        'could not announce a registry change; the other replicas load it at their next health check',
+      );
+    }
   }
 
   /**
@@ -658,7 +708,7 @@ export class Registry {
   /** @throws {RegistryError} 404 unknown, 409 from config. */
   async unregister(id: string): Promise<void> {
     const entry = this.#entries.get(id);
-    if (!entry) throw new RegistryError(404, `no service with id "${id}"`, { id });
+    if (!entry) throw unknownService(id);
     if (entry.source === 'config')
       throw new RegistryError(
         409,
@@ -682,28 +732,46 @@ export class Registry {
   }
 
   /**
-   * Re-discover one service now.
-   * @throws {RegistryError} 404 unknown, 422/502 from discovery, 503 when Redis does not take it.
+   * Re-discover one service now. An admin registration is stored again, with what was found,
+   * only if Redis still holds it as this replica last saw it: a removal or a re-registration
+   * on another replica while the service was being listed is never undone.
+   * @throws {RegistryError} 404 unknown (or removed meanwhile), 409 registered again meanwhile,
+   *   422/502 from discovery, 503 when Redis does not take it.
    */
   async refresh(id: string): Promise<ServiceView> {
     const entry = this.#entries.get(id);
-    if (!entry) throw new RegistryError(404, `no service with id "${id}"`, { id });
+    if (!entry) throw unknownService(id);
     const failure = await this.#discover(entry);
     this.#rebuild();
     if (failure) throw failure;
-    if (entry.source === 'admin' && this.#options.redis) {
-      try {
-        await this.#persist(this.#options.redis, entry);
-      } catch (error) {
-        // In force on this replica already; Redis keeps the previous registration.
-        throw this.#redisFailed(
-          error,
-          id,
-          'refreshed, but the registry could not save the registration',
-          { id },
-        );
-      }
+    const { redis } = this.#options;
+    // Only admin registrations are in Redis; a config-file service is refreshed here alone.
+    if (!redis || entry.persisted === undefined) return this.#view(entry);
+    let outcome: StoreOutcome;
+    try {
+      outcome = await this.#storeIfHeld(redis, entry, entry.persisted);
+      // Another replica's rediscovery stored other descriptors of this same registration since
+      // this one last read it: what this refresh just listed is at least as recent.
+      if (outcome === 'stale') outcome = await this.#storeIfHeld(redis, entry, entry.persisted);
+    } catch (error) {
+      // In force on this replica already; Redis keeps the previous registration.
+      throw this.#redisFailed(
+        error,
+        id,
+        'refreshed, but the registry could not save the registration',
+        { id },
+      );
     }
+    // Nothing is written; the removal's or the re-registration's event, or this replica's
+    // next reload of persisted registrations, replaces this entry.
+    if (outcome === 'removed') throw unknownService(id);
+    if (outcome === 'replaced')
+      throw new RegistryError(
+        409,
+        `service "${id}" was registered again while it was being refreshed; refresh it again`,
+        { id },
+      );
+    // Still stale: yet another replica stored what it found a moment ago, and announced it.
     return this.#view(entry);
   }
 

@@ -530,6 +530,41 @@ describe('admin API', () => {
     };
     expect(listed.services.map((s) => s.id)).toEqual([id]);
   }, 30_000);
+
+  it('answers a change Redis stored but could not announce as made, and the other replica loads it at its next health check', async () => {
+    const server = await startRedisServer();
+    const setup = new Redis(server.url);
+    defer(async () => {
+      setup.disconnect();
+    });
+    // A user allowed everything but PUBLISH: each change is stored and its announcement
+    // fails, as when Redis is lost between the two.
+    await setup.call('ACL', 'SETUSER', 'mute', 'on', 'nopass', '~*', '&*', '+@all', '-publish');
+    const muted = new URL(server.url);
+    muted.username = 'mute';
+    const token = 'svc-secret-5';
+    const service = await serveInterceptors([gate], { token });
+    const log = recordingLogger();
+    const one = await startGateway('', { adminToken: ADMIN, redisUrl: muted.href, log });
+    // Its health check every 200 ms: the only way the changes can reach it.
+    const two = await startGateway('', {
+      adminToken: ADMIN,
+      redisUrl: server.url,
+      prefix: one.prefix,
+    });
+
+    const id = await registerOn(one, { url: service.url, token });
+    await waitFor(async () => (await servicesOn(two)).length === 1, 3000, 'the registration');
+    expect((await admin(one.base, `/services/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await servicesOn(one)).toEqual([]);
+    await waitFor(async () => (await servicesOn(two)).length === 0, 3000, 'the removal');
+    const failed = log.warnings.filter((w) => /could not announce/.test(String(w.msg)));
+    expect(failed.map((w) => w.obj)).toEqual([
+      { service: id, op: 'upsert', err: expect.stringContaining('NOPERM') },
+      { service: id, op: 'delete', err: expect.stringContaining('NOPERM') },
+    ]);
+    expect(JSON.stringify(log.warnings)).not.toContain(token);
+  });
 });
 
 /** A validator of `tools/call` requests named `name` that allows everything. */
@@ -554,6 +589,20 @@ async function chainOf(gateway: { base: string }): Promise<string[]> {
   const res = await admin(gateway.base, '/chain?event=tools/call&phase=request');
   const body = (await res.json()) as { stages: Array<{ interceptors: Array<{ name: string }> }> };
   return body.stages.flatMap((stage) => stage.interceptors.map((i) => i.name)).sort();
+}
+
+/** The services `gateway`'s admin API lists. */
+async function servicesOn(gateway: { base: string }) {
+  const res = await admin(gateway.base, '/services');
+  return (
+    (await res.json()) as {
+      services: Array<{
+        id: string;
+        status: string;
+        overrides: Record<string, { failOpen?: boolean }>;
+      }>;
+    }
+  ).services;
 }
 
 /** Register `body` on `gateway` through the admin API (201 expected); returns the service id. */
@@ -781,6 +830,140 @@ describe('a service found redeployed with other interceptors', () => {
       }
     },
   );
+
+  it.each([
+    ['removed', 404],
+    ['registered again', 409],
+  ] as const)(
+    'is not stored by a refresh over a registration %s on another replica while the refresh was listing it (%i)',
+    async (what, status) => {
+      const first = await serveInterceptors([allowing('kept')]);
+      const service = await startListGate(first.url);
+      // Health checks a minute away: only the refresh, the registrations and their events list
+      // the service.
+      const one = await startGateway('', { adminToken: ADMIN, healthIntervalMs: 60_000 });
+      const two = await startGateway('', {
+        adminToken: ADMIN,
+        prefix: one.prefix,
+        healthIntervalMs: 60_000,
+      });
+      const id = await registerOn(one, { url: service.url });
+      await waitFor(async () => (await servicesOn(two)).length === 1, 3000, 'the second replica');
+      const registered = await stored(one.prefix, id);
+
+      service.hold();
+      const refreshing = admin(one.base, `/services/${id}/refresh`, { method: 'POST' });
+      await waitFor(() => service.held() > 0, 3000, 'the refresh listing the service');
+      if (what === 'removed') {
+        expect((await admin(two.base, `/services/${id}`, { method: 'DELETE' })).status).toBe(204);
+      } else {
+        // The re-registration's own discovery, and the first replica's on its event, go through.
+        service.gate.holding = false;
+        const again = await admin(two.base, '/services', {
+          method: 'POST',
+          body: JSON.stringify({
+            url: service.url,
+            overrides: { kept: { failOpen: true } },
+          }),
+        });
+        expect(again.status).toBe(200);
+      }
+      const changed = await redis.hget(`${one.prefix}:registry:services`, id);
+      service.release();
+
+      const refreshed = await refreshing;
+      expect(refreshed.status).toBe(status);
+      expect(await refreshed.json()).toEqual({
+        error:
+          what === 'removed'
+            ? `no service with id "${id}"`
+            : `service "${id}" was registered again while it was being refreshed; refresh it again`,
+        details: { id },
+      });
+      // Redis holds what the other replica left, and the first replica follows it.
+      expect(await redis.hget(`${one.prefix}:registry:services`, id)).toBe(changed);
+      if (what === 'removed') {
+        await waitFor(async () => (await servicesOn(one)).length === 0, 3000, 'the removal');
+        expect(await servicesOn(two)).toEqual([]);
+      } else {
+        expect(await stored(one.prefix, id)).toEqual({
+          ...registered,
+          overrides: { kept: { failOpen: true } },
+        });
+        for (const gateway of [one, two])
+          await waitFor(
+            async () => (await servicesOn(gateway))[0]?.overrides.kept?.failOpen === true,
+            3000,
+            'the other registration in force',
+          );
+      }
+    },
+  );
+
+  it('is stored by a refresh over other descriptors of the registration stored meanwhile by another replica', async () => {
+    const before = await serveInterceptors([allowing('kept')]);
+    const after = await serveInterceptors([allowing('kept'), allowing('added')]);
+    const service = await startListGate(before.url);
+    const gateway = await startGateway('', { adminToken: ADMIN, healthIntervalMs: 60_000 });
+    const id = await registerOn(gateway, { url: service.url });
+    const registered = await stored(gateway.prefix, id);
+
+    service.hold();
+    service.gate.target = after.url;
+    const refreshing = admin(gateway.base, `/services/${id}/refresh`, { method: 'POST' });
+    await waitFor(() => service.held() > 0, 3000, 'the refresh listing the service');
+    // Another replica's health check found an older deployment (its upsert not here yet).
+    await redis.hset(
+      `${gateway.prefix}:registry:services`,
+      id,
+      JSON.stringify({
+        ...registered,
+        interceptors: registered?.interceptors.map((i) => ({ ...i, name: 'older' })),
+      }),
+    );
+    service.release();
+
+    expect((await refreshing).status).toBe(200);
+    expect(await stored(gateway.prefix, id)).toEqual({
+      ...registered,
+      interceptors: [
+        expect.objectContaining({ name: 'kept' }),
+        expect.objectContaining({ name: 'added' }),
+      ],
+    });
+  });
+
+  it('is planned from by a replica that cannot reach the service when another replica stored it unannounced', async () => {
+    const first = await serveInterceptors([allowing('kept'), allowing('dropped')]);
+    const gateway = await startGateway('', { adminToken: ADMIN });
+    const id = await registerOn(gateway, { url: first.url });
+    const registered = await stored(gateway.prefix, id);
+    await first.stop();
+    await waitFor(
+      async () => (await servicesOn(gateway))[0]?.status === 'unhealthy',
+      3000,
+      'the service unreachable from this replica',
+    );
+
+    // Another replica reaches the redeployed service and stored what it lists; its upsert was
+    // lost.
+    await redis.hset(
+      `${gateway.prefix}:registry:services`,
+      id,
+      JSON.stringify({
+        ...registered,
+        interceptors: registered?.interceptors.map((i) =>
+          i.name === 'dropped' ? { ...i, name: 'added' } : i,
+        ),
+      }),
+    );
+    await waitFor(
+      async () => JSON.stringify(await chainOf(gateway)) === '["added","kept"]',
+      3000,
+      'the chain planned from the stored descriptors',
+    );
+    expect((await servicesOn(gateway))[0]?.status).toBe('unhealthy');
+  });
 
   it('is stored once Redis is back when Redis was down, the chain following at once and a warning without the token logged', async () => {
     const server = await startRedisServer({ durable: true });
