@@ -29,7 +29,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
-import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
 import { cpuMs, printStderrTails, quantile } from './measure.ts';
 import { fleetCommand, peers } from './peers.ts';
@@ -228,10 +227,5 @@ try {
   printStderrTails(fleet.started);
   throw error;
 } finally {
-  await fleet.stopAll();
-  // The sides' audit queues (no worker reads them: ~30,000 jobs a run) and registries.
-  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-  const keys = await redis.keys(`*${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await fleet.stopAll(prefix);
 }

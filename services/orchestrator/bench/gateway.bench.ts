@@ -38,7 +38,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
-import { Redis } from 'ioredis';
 import { type LeanClient, leanClient } from './lean-client.ts';
 import { cpuMs, median, printStderrTails, quantile } from './measure.ts';
 import { fleetCommand, peers } from './peers.ts';
@@ -277,9 +276,5 @@ try {
   printStderrTails(started);
   throw error;
 } finally {
-  await fleet.stopAll();
-  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-  const keys = await redis.keys(`*${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await fleet.stopAll(prefix);
 }

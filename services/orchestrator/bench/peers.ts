@@ -4,6 +4,7 @@
  * at the end.
  */
 import { type ServiceProcess, startServiceProcess } from '@fleet/test-fixtures';
+import { Redis } from 'ioredis';
 
 /**
  * How a fleet process runs: with the images' node flags (deploy/docker/Dockerfile; V8's memory
@@ -40,8 +41,12 @@ export interface Peers {
     command: { command: string; args: string[] },
     options?: PeerOptions,
   ): Promise<ServiceProcess>;
-  /** Stop every process started, newest first (never rejects). */
-  stopAll(): Promise<void>;
+  /**
+   * Stop every process started, newest first, then delete the run's keys in the local Redis
+   * (those containing `redisPrefix`: its gateways' audit queues, which no worker reads, and
+   * registries).
+   */
+  stopAll(redisPrefix?: string): Promise<void>;
 }
 
 export function peers(): Peers {
@@ -60,8 +65,13 @@ export function peers(): Peers {
       started.push(peer);
       return peer;
     },
-    async stopAll() {
+    async stopAll(redisPrefix) {
       for (const peer of [...started].reverse()) await peer.stop().catch(() => undefined);
+      if (redisPrefix === undefined) return;
+      const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+      const keys = await redis.keys(`*${redisPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
     },
   };
 }

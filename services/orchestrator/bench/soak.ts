@@ -25,7 +25,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type ServiceProcess, sourceCommand } from '@fleet/test-fixtures';
-import { Redis } from 'ioredis';
 import { Pool, WebSocket } from 'undici';
 import { printStderrTails } from './measure.ts';
 import { fleetCommand, type PeerOptions, peers } from './peers.ts';
@@ -435,9 +434,5 @@ try {
   printStderrTails(fleet.started);
   throw error;
 } finally {
-  await fleet.stopAll();
-  const redis = new Redis({ host: '127.0.0.1', port: 6379 });
-  const keys = await redis.keys(`*${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await fleet.stopAll(prefix);
 }
