@@ -113,7 +113,8 @@ const CLIENT_INFO = { name: 'interceptor-fleet-gateway', version: '0.1.0' };
 
 function isTransportFailure(error: unknown): boolean {
   // Not sent at all: refused at capacity, behind an open circuit, or cancelled while it waited
-  // for a slot. Retrying those would only add load to a backend that is shedding it.
+  // for a slot or for a half-open circuit's trial. Retrying those would only add load to a
+  // backend that is shedding it.
   if (
     error instanceof CallerCancelled ||
     error instanceof BulkheadRejectedError ||
@@ -400,13 +401,19 @@ export class Backend {
       ? () => {
           // The breaker runs a call outside its Closed state only as the half-open trial.
           const trial = this.#breaker.state !== CircuitState.Closed;
+          const cancelled = (error: unknown) =>
+            trial ? new CancelledTrial(error) : new CallerCancelled(error);
+          // cockatiel may run a call whose caller left while it waited for a trial (see
+          // #throughBreaker): it is not sent, and as a trial it hands the trial on.
+          if (signal.aborted) return Promise.reject(cancelled(new TaskCancelledError()));
           return send().catch((error: unknown) => {
             if (!signal.aborted) throw error;
-            throw trial ? new CancelledTrial(error) : new CallerCancelled(error);
+            throw cancelled(error);
           });
         }
       : send;
-    const attempt = () => this.#gate.execute(fairness, () => this.#breaker.execute(sent), signal);
+    const attempt = () =>
+      this.#gate.execute(fairness, () => this.#throughBreaker(sent, signal), signal);
     try {
       return await (options.idempotent && this.#retry
         ? this.#retry.execute(attempt, signal)
@@ -414,6 +421,35 @@ export class Backend {
     } catch (error) {
       throw error instanceof CallerCancelled ? error.error : error;
     }
+  }
+
+  /**
+   * Run `sent` through the circuit breaker, leaving with `TaskCancelledError` if `signal`
+   * aborts before cockatiel starts it, as a call cancelled while it waits for a slot does. The
+   * wait this ends is a half-open circuit's: cockatiel makes each call that comes meanwhile
+   * wait for the trial's outcome, deaf to its signal, and a call whose client cancelled held
+   * its slot until the trial ended (up to `resilience.timeoutMs`). cockatiel goes on with a
+   * call that left, unobserved: when the trial ends it drops it, or, if the trial was cancelled
+   * (the circuit re-opened with no wait), runs it as the next trial, which `sent` then does not
+   * send.
+   */
+  #throughBreaker<T>(sent: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (signal === undefined) return this.#breaker.execute(sent);
+    return new Promise<T>((resolve, reject) => {
+      const leave = () => reject(new TaskCancelledError());
+      if (signal.aborted) {
+        leave();
+        return;
+      }
+      const stopListening = () => signal.removeEventListener('abort', leave);
+      signal.addEventListener('abort', leave, { once: true });
+      // Once the call runs, its signal reaches the backend, which ends it: no race then.
+      const started = () => {
+        stopListening();
+        return sent();
+      };
+      this.#breaker.execute(started, signal).finally(stopListening).then(resolve, reject);
+    });
   }
 
   /**
@@ -512,7 +548,8 @@ export class Backend {
           reason: 'overloaded',
         });
       }
-      // Cancelled while it waited for a slot: the error of a call cancelled at the backend.
+      // Cancelled while it waited for a slot or a half-open circuit's trial: the error of a
+      // call cancelled at the backend.
       if (error instanceof TaskCancelledError)
         throw toBackendError(cancelledError(options.signal?.reason), this.id);
       if (!(error instanceof McpError) && !(error instanceof ProtocolError))

@@ -8,6 +8,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { startGateBackend } from './gate-backend.ts';
 import { connectClient, defer, startGateway, textOf, waitFor } from './harness.ts';
+import { openRawSession, type RawReply, rawPost } from './raw-http.ts';
 
 async function gatewayFor(url: string, resilience: string): Promise<Client> {
   const gateway = await startGateway(
@@ -148,6 +149,79 @@ describe('backend resilience', () => {
     expect(reasons).toEqual(['circuit_open', 'timeout']);
     expect(backend.state.labels.slice(0, 3)).toEqual(['fail-1', 'fail-2', 'trial']);
     expect(backend.state.labels.slice(3)).toEqual([expect.stringMatching(/^waiting-/)]);
+  });
+
+  it('frees the slot of a call waiting for a half-open circuit’s trial as soon as its client cancels it', async () => {
+    const backend = await startGateBackend();
+    // Two slots: the trial's and the waiting call's. A `hold` call the test does not release
+    // outlasts timeoutMs, and its failure opens the circuit.
+    const gateway = await startGateway(
+      `backends:\n  - id: fx\n    url: "${backend.url}"\n    resilience: {timeoutMs: 2000, maxConcurrent: 2, breaker: {failures: 1, resetMs: 300}}\n`,
+      { redis: false },
+    );
+    const headers = await openRawSession(gateway.mcpUrl);
+    let lastId = 0;
+    const hold = (label: string) => {
+      const id = ++lastId;
+      const params = { name: 'hold', arguments: { label } };
+      return {
+        id,
+        reply: rawPost(
+          gateway.mcpUrl,
+          { jsonrpc: '2.0', id, method: 'tools/call', params },
+          headers,
+        ),
+      };
+    };
+    const reasonOf = (reply: RawReply) =>
+      (reply.json.error?.data as { reason?: unknown } | undefined)?.reason;
+    const held = (reply: RawReply) => textOf(reply.json.result ?? {}) === 'held';
+
+    expect(reasonOf(await hold('fail').reply)).toBe('timeout');
+    await new Promise((r) => setTimeout(r, 400));
+    const trial = hold('trial').reply;
+    await waitFor(() => backend.state.arrived === 2, 2000, 'the trial at the backend');
+    // The second slot's call reaches the breaker, which holds it until the trial's outcome.
+    const waiting = hold('waiting');
+    await new Promise((r) => setTimeout(r, 100));
+    const cancellation = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: waiting.id, reason: 'the client gave up' },
+    };
+    expect((await rawPost(gateway.mcpUrl, cancellation, headers)).status).toBe(202);
+    // Answered as any cancelled request: its POST ends with no message.
+    expect((await waiting.reply).events).toEqual([]);
+
+    // Its slot is free while the trial still runs: of four more calls, one takes it (to wait
+    // for the trial in turn), two wait for a slot and only the last is refused. When the
+    // cancelled call kept its slot until the trial ended (cockatiel's wait for the trial does
+    // not heed the call's signal), two were.
+    let refused = 0;
+    const more = [1, 2, 3, 4].map((n) =>
+      hold(`after-${n}`).reply.then((reply) => {
+        if (reasonOf(reply) === 'overloaded') refused++;
+        return reply;
+      }),
+    );
+    await waitFor(() => refused > 0, 2000, 'a call refused at capacity');
+    // Time for a second refusal to come, were there one.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(refused).toBe(1);
+    expect(backend.state.arrived).toBe(2);
+
+    // The trial succeeds and closes the circuit: the three admitted calls run, in turn.
+    const releasing = setInterval(() => backend.release(), 20);
+    try {
+      expect(held(await trial)).toBe(true);
+      expect((await Promise.all(more)).filter(held)).toHaveLength(3);
+    } finally {
+      clearInterval(releasing);
+    }
+    // The cancelled call never reached the backend.
+    expect(backend.state.labels.slice(0, 2)).toEqual(['fail', 'trial']);
+    expect(backend.state.labels.slice(2)).toHaveLength(3);
+    expect(backend.state.labels).not.toContain('waiting');
   });
 
   it('with maxConcurrent 1 queues a second concurrent call and refuses a third as at capacity', async () => {
