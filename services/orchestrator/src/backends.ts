@@ -434,7 +434,10 @@ export class Backend {
    * send.
    */
   #throughBreaker<T>(sent: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    if (signal === undefined) return this.#breaker.execute(sent);
+    // Only a call that reaches a circuit that is not closed can wait in cockatiel; the rest
+    // (nearly every call) pay for no promise and listener of their own.
+    if (signal === undefined || this.#breaker.state === CircuitState.Closed)
+      return this.#breaker.execute(sent, signal);
     return new Promise<T>((resolve, reject) => {
       const leave = () => reject(new TaskCancelledError());
       if (signal.aborted) {
