@@ -280,19 +280,22 @@ describe('gateway metrics and request status', () => {
       expect(samples(text, 'fleet_request_duration_bucket', { le })).not.toEqual([]);
     expect(samples(text, 'fleet_request_duration_bucket', { le: '2' })).toEqual([]);
 
-    // The denial's SERVER span says so, without an exception event.
-    const spans = await spansWhen((all) =>
-      all.some((s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'tools/call'),
+    // The denial's SERVER span says so, without an exception event. This session's spans
+    // only: a span of an earlier test's gateway may still arrive after the receiver is cleared.
+    const sessionId = client.transport?.sessionId;
+    expect(sessionId).toBeTypeOf('string');
+    const ours = (s: ReceivedSpan, method: string) =>
+      isGatewayServer(s) &&
+      s.attributes['mcp.session.id'] === sessionId &&
+      s.attributes['mcp.method.name'] === method;
+    const spans = await spansWhen(
+      (all) => all.some((s) => ours(s, 'tools/call')) && all.some((s) => ours(s, 'prompts/get')),
     );
-    const denied = spans.find(
-      (s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'tools/call',
-    );
+    const denied = spans.find((s) => ours(s, 'tools/call'));
     expect(denied?.attributes['fleet.request.status']).toBe('denied');
     expect(denied?.attributes['rpc.response.status_code']).toBe('-32602');
     expect(denied?.events.filter((e) => e.name === 'exception')).toEqual([]);
-    const failed = spans.find(
-      (s) => isGatewayServer(s) && s.attributes['mcp.method.name'] === 'prompts/get',
-    );
+    const failed = spans.find((s) => ours(s, 'prompts/get'));
     expect(failed?.attributes['fleet.request.status']).toBe('error');
     expect(failed?.status.code).toBe(2);
   });
