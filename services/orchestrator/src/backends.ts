@@ -152,6 +152,11 @@ class CallerCancelled extends Error {
  */
 class CancelledTrial extends CallerCancelled {}
 
+/** `error` of a call its caller cancelled, as the resilience policies must see it. */
+function callerCancelled(trial: boolean, error: unknown): CallerCancelled {
+  return trial ? new CancelledTrial(error) : new CallerCancelled(error);
+}
+
 /**
  * The error a client sees for a failed backend call: the backend's own JSON-RPC error
  * passes through with its code, message (without the SDK's "MCP error N:" prefix, which
@@ -401,14 +406,13 @@ export class Backend {
       ? () => {
           // The breaker runs a call outside its Closed state only as the half-open trial.
           const trial = this.#breaker.state !== CircuitState.Closed;
-          const cancelled = (error: unknown) =>
-            trial ? new CancelledTrial(error) : new CallerCancelled(error);
           // cockatiel may run a call whose caller left while it waited for a trial (see
           // #throughBreaker): it is not sent, and as a trial it hands the trial on.
-          if (signal.aborted) return Promise.reject(cancelled(new TaskCancelledError()));
+          if (signal.aborted)
+            return Promise.reject(callerCancelled(trial, new TaskCancelledError()));
           return send().catch((error: unknown) => {
             if (!signal.aborted) throw error;
-            throw cancelled(error);
+            throw callerCancelled(trial, error);
           });
         }
       : send;

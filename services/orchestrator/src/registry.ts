@@ -588,16 +588,17 @@ export class Registry {
       !redis ||
       expected === undefined ||
       entry.status !== 'healthy' ||
-      this.#entries.get(entry.id) !== entry ||
-      this.#serialise(entry) === expected
+      this.#entries.get(entry.id) !== entry
     )
       return;
+    const json = this.#serialise(entry);
+    if (json === expected) return;
     try {
       // Not stored when stale: another replica stored other descriptors of this registration
       // (its upsert is on its way, or was lost), and this one compares with those from now
       // on. Nor when removed or registered again meanwhile: its event, or the next reload of
       // persisted registrations, replaces this entry.
-      if ((await this.#storeIfHeld(redis, entry, expected)) === 'stored')
+      if ((await this.#storeIfHeld(redis, entry, expected, json)) === 'stored')
         this.#options.log.info(
           { service: entry.id, interceptors: entry.interceptors.map((i) => i.name) },
           'saved the changed interceptors of a service for the other replicas',
@@ -614,11 +615,16 @@ export class Registry {
   /**
    * Store `entry` as it is now (with its current descriptors) only if Redis still holds
    * `expected`, the registration as this replica last read or wrote it ({@link REPLACE_IF_HELD}),
-   * and announce it when stored. After `stale`, `entry.persisted` is what Redis holds.
+   * and announce it when stored. After `stale`, `entry.persisted` is what Redis holds. `json`
+   * is the entry serialised, when the caller has it already.
    * @throws what Redis throws.
    */
-  async #storeIfHeld(redis: Redis, entry: Entry, expected: string): Promise<StoreOutcome> {
-    const json = this.#serialise(entry);
+  async #storeIfHeld(
+    redis: Redis,
+    entry: Entry,
+    expected: string,
+    json = this.#serialise(entry),
+  ): Promise<StoreOutcome> {
     const held = await redis.eval(REPLACE_IF_HELD, 1, this.#hashKey, entry.id, expected, json);
     if (held === expected) {
       entry.persisted = json;
