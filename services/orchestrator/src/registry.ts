@@ -157,9 +157,11 @@ interface Entry {
  * What a compare-and-set store of an admin registration found in Redis
  * ({@link Registry} `#storeIfHeld`): `stored` (and announced); `stale`, the same registration
  * with other descriptors another replica stored since this one last read it; `removed`; or
- * `replaced` by another registration of the same URL (other token, overrides or date).
+ * `replaced` by another registration of the same URL (other token, overrides or date), `held`.
  */
-type StoreOutcome = 'stored' | 'stale' | 'removed' | 'replaced';
+type StoreOutcome =
+  | { outcome: 'stored' | 'stale' | 'removed' }
+  | { outcome: 'replaced'; held: string };
 
 interface Persisted {
   url: string;
@@ -534,11 +536,7 @@ export class Registry {
       if (event.origin === this.#origin) return;
       if (event.op === 'delete') {
         const entry = this.#entries.get(event.id);
-        if (entry && entry.source === 'admin') {
-          this.#entries.delete(event.id);
-          this.#rebuild();
-          await entry.remote.close();
-        }
+        if (entry && entry.source === 'admin') await this.#drop(entry);
       } else {
         const json = await this.#options.redis?.hget(this.#hashKey, event.id);
         if (json) await this.#loadPersisted(event.id, json);
@@ -546,6 +544,16 @@ export class Registry {
     } catch (error) {
       this.#options.log.warn({ err: String(error) }, 'could not apply a registry event');
     }
+  }
+
+  /**
+   * Take admin registration `entry`, removed from Redis, out of force: out of the chain before
+   * its connection closes, so the chain never points at a closed connection.
+   */
+  async #drop(entry: Entry): Promise<void> {
+    this.#entries.delete(entry.id);
+    this.#rebuild();
+    await entry.remote.close();
   }
 
   /** An admin registration as stored in Redis, with its last known descriptors. */
@@ -598,7 +606,7 @@ export class Registry {
       // (its upsert is on its way, or was lost), and this one compares with those from now
       // on. Nor when removed or registered again meanwhile: its event, or the next reload of
       // persisted registrations, replaces this entry.
-      if ((await this.#storeIfHeld(redis, entry, expected, json)) === 'stored')
+      if ((await this.#storeIfHeld(redis, entry, expected, json)).outcome === 'stored')
         this.#options.log.info(
           { service: entry.id, interceptors: entry.interceptors.map((i) => i.name) },
           'saved the changed interceptors of a service for the other replicas',
@@ -629,12 +637,12 @@ export class Registry {
     if (held === expected) {
       entry.persisted = json;
       await this.#publish('upsert', entry.id);
-      return 'stored';
+      return { outcome: 'stored' };
     }
-    if (typeof held !== 'string') return 'removed';
-    if (registrationOf(held) !== entry.registration) return 'replaced';
+    if (typeof held !== 'string') return { outcome: 'removed' };
+    if (registrationOf(held) !== entry.registration) return { outcome: 'replaced', held };
     entry.persisted = held;
-    return 'stale';
+    return { outcome: 'stale' };
   }
 
   /**
@@ -740,7 +748,8 @@ export class Registry {
   /**
    * Re-discover one service now. An admin registration is stored again, with what was found,
    * only if Redis still holds it as this replica last saw it: a removal or a re-registration
-   * on another replica while the service was being listed is never undone.
+   * on another replica while the service was being listed is never undone, and this replica
+   * follows it before answering.
    * @throws {RegistryError} 404 unknown (or removed meanwhile), 409 registered again meanwhile,
    *   422/502 from discovery, 503 when Redis does not take it.
    */
@@ -753,12 +762,12 @@ export class Registry {
     const { redis } = this.#options;
     // Only admin registrations are in Redis; a config-file service is refreshed here alone.
     if (!redis || entry.persisted === undefined) return this.#view(entry);
-    let outcome: StoreOutcome;
+    let store: StoreOutcome;
     try {
-      outcome = await this.#storeIfHeld(redis, entry, entry.persisted);
+      store = await this.#storeIfHeld(redis, entry, entry.persisted);
       // Another replica's rediscovery stored other descriptors of this same registration since
       // this one last read it: what this refresh just listed is at least as recent.
-      if (outcome === 'stale') outcome = await this.#storeIfHeld(redis, entry, entry.persisted);
+      if (store.outcome === 'stale') store = await this.#storeIfHeld(redis, entry, entry.persisted);
     } catch (error) {
       // In force on this replica already; Redis keeps the previous registration.
       throw this.#redisFailed(
@@ -768,15 +777,24 @@ export class Registry {
         { id },
       );
     }
-    // Nothing is written; the removal's or the re-registration's event, or this replica's
-    // next reload of persisted registrations, replaces this entry.
-    if (outcome === 'removed') throw unknownService(id);
-    if (outcome === 'replaced')
+    // Nothing is written. This replica's view (its services, its chain) follows what Redis
+    // holds before the answer, as the removal's or the re-registration's event would, instead
+    // of showing and running the old registration until that event or this replica's next
+    // reload of persisted registrations. Unless that event or reload replaced or removed this
+    // entry already while the refresh was listing the service.
+    const inForce = this.#entries.get(id) === entry;
+    if (store.outcome === 'removed') {
+      if (inForce) await this.#drop(entry);
+      throw unknownService(id);
+    }
+    if (store.outcome === 'replaced') {
+      if (inForce) await this.#loadPersisted(id, store.held);
       throw new RegistryError(
         409,
         `service "${id}" was registered again while it was being refreshed; refresh it again`,
         { id },
       );
+    }
     // Still stale: yet another replica stored what it found a moment ago, and announced it.
     return this.#view(entry);
   }
