@@ -875,8 +875,9 @@ describe('a service found redeployed with other interceptors', () => {
         redisUrl: mutedUrl,
       });
       const hash = `${one.prefix}:registry:services`;
-      const stored = async () => JSON.parse((await check.hget(hash, id)) ?? 'null');
       const id = await registerOn(one, { url: service.url });
+      const stored = async () =>
+        JSON.parse((await check.hget(hash, id)) ?? 'null') as StoredRegistration | null;
       await waitFor(async () => (await servicesOn(two)).length === 1, 3000, 'the second replica');
       const registered = await stored();
 
