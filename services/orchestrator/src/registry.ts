@@ -780,8 +780,8 @@ export class Registry {
     // Nothing is written. This replica's view (its services, its chain) follows what Redis
     // holds before the answer, as the removal's or the re-registration's event would, instead
     // of showing and running the old registration until that event or this replica's next
-    // reload of persisted registrations. Unless that event or reload replaced or removed this
-    // entry already while the refresh was listing the service.
+    // reload of persisted registrations. Not when that event or reload has replaced or removed
+    // this entry already, while the refresh was under way: it read Redis itself.
     const inForce = this.#entries.get(id) === entry;
     if (store.outcome === 'removed') {
       if (inForce) await this.#drop(entry);
