@@ -636,6 +636,12 @@ export class Registry {
     const held = await redis.eval(REPLACE_IF_HELD, 1, this.#hashKey, entry.id, expected, json);
     if (held === expected) {
       entry.persisted = json;
+      // A registration stored by a version that recorded no date got one now: it is this
+      // registration's from here on, so the next store keeps it instead of writing another.
+      if (entry.registeredAt === undefined) {
+        entry.registeredAt = (JSON.parse(json) as Persisted).registeredAt;
+        entry.registration = registrationOf(json);
+      }
       await this.#publish('upsert', entry.id);
       return { outcome: 'stored' };
     }

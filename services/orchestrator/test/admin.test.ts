@@ -2,6 +2,7 @@
  * The admin API and runtime registration: persisted in Redis, propagated to a second
  * replica sharing it, with the status codes of DESIGN.md §3.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import { allow, defineMutator, defineValidator, listen, modified } from '@fleet/interceptor-kit';
 import { startHttpBackend } from '@fleet/test-fixtures';
@@ -180,6 +181,33 @@ describe('admin API', () => {
     expect(await until([id])).toEqual([id]);
     await redis.hdel(hash, id);
     expect(await until([])).toEqual([]);
+  });
+
+  it('dates a registration stored without registeredAt once, at its first refresh, and keeps that date', async () => {
+    const service = await serveInterceptors([gate]);
+    const redis = new Redis({ host: '127.0.0.1', port: 6379 });
+    defer(async () => {
+      redis.disconnect();
+    });
+    // Written by a version that did not record when; loaded at start, no health check after.
+    const prefix = `test-${randomUUID()}`;
+    const hash = `${prefix}:registry:services`;
+    const id = serviceIdOf(service.url);
+    await redis.hset(hash, id, JSON.stringify({ url: service.url, overrides: {} }));
+    const gw = await startGateway('', { adminToken: ADMIN, prefix, healthIntervalMs: 60_000 });
+    const stored = async () =>
+      (JSON.parse((await redis.hget(hash, id)) ?? '{}') as { registeredAt?: string }).registeredAt;
+    const refresh = async () => {
+      const answer = await admin(gw.base, `/services/${id}/refresh`, { method: 'POST' });
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { registeredAt?: string }).registeredAt;
+    };
+    const first = await refresh();
+    expect(first).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(await stored()).toBe(first);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await refresh()).toBe(first);
+    expect(await stored()).toBe(first);
   });
 
   it('lists config services, refuses to remove them, and refreshes', async () => {
